@@ -1,0 +1,158 @@
+/// Copy-on-write B-tree mutation for one write transaction.
+///
+/// Nodes whose `owner` is this transaction were created by it and are changed in place;
+/// every other node (committed, possibly shared by snapshots, or loaded from disk) is
+/// copied before it changes, so readers never see a change.
+struct TreeMutator {
+    let store: PageStore
+    let owner: UInt64
+    var limits: NodeLimits { store.limits }
+
+    private func mutable(_ leaf: LeafNode) -> LeafNode { leaf.owner == owner ? leaf : leaf.copy(owner: owner) }
+    private func mutable(_ branch: BranchNode) -> BranchNode { branch.owner == owner ? branch : branch.copy(owner: owner) }
+
+    /// Inserts or replaces `key`; returns the new root and whether the key is new.
+    func put(root: NodeRef?, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws -> (root: NodeRef, inserted: Bool) {
+        guard let root else {
+            let leaf = LeafNode(owner: owner)
+            leaf.insert(at: 0, key: key, value: .inline(value), limits: limits)
+            return (.leaf(leaf), true)
+        }
+        let result = try insert(into: root, key: key, value: value)
+        guard let split = result.split else { return (result.node, result.inserted) }
+        let newRoot = BranchNode(owner: owner, keys: [split.separator], children: [result.node, split.right])
+        return (.branch(newRoot), result.inserted)
+    }
+
+    private func insert(into ref: NodeRef, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
+        throws -> (node: NodeRef, split: (separator: [UInt8], right: NodeRef)?, inserted: Bool)
+    {
+        switch try store.resolve(ref) {
+        case .leaf(let original):
+            let leaf = mutable(original)
+            let (index, found) = leaf.search(key)
+            if found {
+                leaf.replaceValue(at: index, with: .inline(value), limits: limits)
+            } else {
+                leaf.insert(at: index, key: key, value: .inline(value), limits: limits)
+            }
+            guard leaf.pageBytes > limits.pageSize, leaf.count >= 2 else { return (.leaf(leaf), nil, !found) }
+            let right = leaf.splitOff(from: leaf.balancedSplitIndex(), owner: owner, limits: limits)
+            return (.leaf(leaf), (right.key(at: 0), .leaf(right)), !found)
+        case .branch(let original):
+            let index = original.childIndex(for: key)
+            let child = try insert(into: original.children[index], key: key, value: value)
+            let branch = mutable(original)
+            branch.children[index] = child.node
+            if let split = child.split {
+                branch.insert(separator: split.separator, child: split.right, at: index + 1)
+            }
+            guard branch.pageBytes > limits.pageSize, branch.children.count >= 4 else { return (.branch(branch), nil, child.inserted) }
+            let (separator, right) = branch.splitOff(owner: owner)
+            return (.branch(branch), (separator, .branch(right)), child.inserted)
+        }
+    }
+
+    /// Removes `key`; returns the new root (nil when the tree became empty) and whether
+    /// the key was present. An absent key changes nothing and copies nothing.
+    func delete(root: NodeRef?, key: UnsafeRawBufferPointer) throws -> (root: NodeRef?, removed: Bool) {
+        guard let root else { return (nil, false) }
+        let result = try remove(from: root, key: key)
+        guard result.removed else { return (root, false) }
+        var newRoot = result.node
+        while true {
+            switch try store.resolve(newRoot) {
+            case .branch(let branch) where branch.children.count == 1:
+                newRoot = branch.children[0]
+            case .leaf(let leaf) where leaf.count == 0:
+                return (nil, true)
+            default:
+                return (newRoot, true)
+            }
+        }
+    }
+
+    private func remove(from ref: NodeRef, key: UnsafeRawBufferPointer) throws -> (node: NodeRef, removed: Bool, underfull: Bool) {
+        switch try store.resolve(ref) {
+        case .leaf(let original):
+            let (index, found) = original.search(key)
+            guard found else { return (ref, false, false) }
+            let leaf = mutable(original)
+            leaf.removeEntry(at: index, limits: limits)
+            return (.leaf(leaf), true, leaf.pageBytes < limits.minFill)
+        case .branch(let original):
+            let index = original.childIndex(for: key)
+            let child = try remove(from: original.children[index], key: key)
+            guard child.removed else { return (ref, false, false) }
+            let branch = mutable(original)
+            branch.children[index] = child.node
+            if child.underfull, branch.children.count > 1 {
+                try rebalance(branch, around: index)
+            }
+            return (.branch(branch), true, branch.pageBytes < limits.minFill || branch.children.count < 2)
+        }
+    }
+
+    /// Merges the underfull child `index` with a neighbour, or, when both together are too
+    /// big for one page, redistributes their entries evenly.
+    private func rebalance(_ parent: BranchNode, around index: Int) throws {
+        let left = index > 0 ? index - 1 : index
+        let right = left + 1
+        let separatorIndex = left
+        switch (try store.resolve(parent.children[left]), try store.resolve(parent.children[right])) {
+        case (.leaf(let l), .leaf(let r)):
+            let merged = mutable(l)
+            merged.append(contentsOf: r, limits: limits)
+            parent.children[left] = .leaf(merged)
+            if merged.pageBytes <= limits.pageSize || merged.count < 2 {
+                parent.removeChild(at: right)
+            } else {
+                let newRight = merged.splitOff(from: merged.balancedSplitIndex(), owner: owner, limits: limits)
+                parent.pageBytes -= BranchNode.keyCost(parent.keys[separatorIndex])
+                parent.keys[separatorIndex] = newRight.key(at: 0)
+                parent.pageBytes += BranchNode.keyCost(parent.keys[separatorIndex])
+                parent.children[right] = .leaf(newRight)
+            }
+        case (.branch(let l), .branch(let r)):
+            let merged = mutable(l)
+            merged.keys.append(parent.keys[separatorIndex])
+            merged.keys.append(contentsOf: r.keys)
+            merged.children.append(contentsOf: r.children)
+            merged.recomputePageBytes()
+            parent.children[left] = .branch(merged)
+            if merged.pageBytes <= limits.pageSize || merged.children.count < 4 {
+                parent.removeChild(at: right)
+            } else {
+                let (separator, newRight) = merged.splitOff(owner: owner)
+                parent.pageBytes -= BranchNode.keyCost(parent.keys[separatorIndex])
+                parent.keys[separatorIndex] = separator
+                parent.pageBytes += BranchNode.keyCost(separator)
+                parent.children[right] = .branch(newRight)
+            }
+        default:
+            throw store.context(0, "tree").error("siblings at different depths (a leaf beside a branch)")
+        }
+    }
+}
+
+/// Read-only B-tree lookups shared by snapshots and write transactions.
+enum TreeReader {
+    /// Calls `body` with the value slot of `key`, or returns nil when it is absent.
+    static func withValue<R>(store: PageStore, root: NodeRef?, key: UnsafeRawBufferPointer, _ body: (ValueSlot) throws -> R) throws -> R? {
+        guard var ref = root else { return nil }
+        while true {
+            switch try store.resolve(ref) {
+            case .branch(let branch):
+                ref = branch.children[branch.childIndex(for: key)]
+            case .leaf(let leaf):
+                let (index, found) = leaf.search(key)
+                guard found else { return nil }
+                return try leaf.withEntry(index) { _, value in try body(value) }
+            }
+        }
+    }
+
+    static func get(store: PageStore, root: NodeRef?, key: UnsafeRawBufferPointer) throws -> [UInt8]? {
+        try withValue(store: store, root: root, key: key) { try store.value($0) }
+    }
+}

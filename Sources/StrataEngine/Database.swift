@@ -1,0 +1,354 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A Strata database file: named trees of byte-string keys and values, with atomic,
+/// durable transactions, snapshot reads, crash recovery and compaction.
+///
+/// ```swift
+/// let db = try Database(path: "app.strata")
+/// try db.write { tx in
+///     try tx.createTree("users", ifNotExists: true)
+///     try tx.put(Array("Ada".utf8), forKey: Key(1).bytes, in: "users")
+/// }
+/// let name = try db.read { try $0.get(Key(1).bytes, in: "users") }
+/// try db.close()
+/// ```
+///
+/// One process may open a file for writing at a time (an advisory `flock`); a second
+/// writer gets `StrataError.locked`. Read-only handles take no lock.
+public final class Database: Sendable {
+    /// How hard `commit()` works to make a transaction survive a power loss.
+    public enum Durability: Sendable, Equatable {
+        /// `commit()` returns after fdatasync: a committed transaction survives a crash of
+        /// the process, the OS or the machine. The default.
+        case full
+        /// `commit()` returns after the write reaches the OS: it survives a crash of the
+        /// process, not of the OS or machine (the last commits may be lost). Checkpoints
+        /// and `close()` still sync. Choose it explicitly, for bulk loads.
+        case relaxed
+    }
+
+    /// What opening does with a damaged frame that is followed by valid commits.
+    public enum RecoveryMode: Sendable, Equatable {
+        /// Refuse to open with `StrataError.corruption` naming the offset. The default.
+        case strict
+        /// Keep the commits before the damage and drop everything from it on. For salvage.
+        case truncateAtFirstBadFrame
+    }
+
+    public struct Options: Sendable {
+        public var durability: Durability = .full
+        /// The byte budget of the decoded-page cache.
+        public var cacheSize: Int = 64 << 20
+        /// Open without writing or locking; the file must exist.
+        public var readOnly = false
+        /// Page size for a new file (512 ... 65536, a power of two); an existing file keeps its own.
+        public var pageSize = 4096
+        /// After a commit, checkpoint when the log since the last checkpoint exceeds this
+        /// many bytes. Bounds memory and the work of the next open.
+        public var checkpointLogBytes: UInt64 = 64 << 20
+        /// Checkpoint in `close()`, so the next open replays nothing.
+        public var checkpointOnClose = true
+        public var recovery: RecoveryMode = .strict
+
+        public init(durability: Durability = .full, readOnly: Bool = false) {
+            self.durability = durability
+            self.readOnly = readOnly
+        }
+    }
+
+    /// The largest value `put` accepts.
+    public static let maxValueSize = 1 << 30
+
+    public let path: String
+    public let options: Options
+    let fileSystem: any FileSystem
+    private let gate = DispatchSemaphore(value: 1)
+    private let writer: WriterState
+    private let published: Mutex<Snapshot?>
+    private let owners = Atomic<UInt64>(1)
+    let openReport: OpenReport
+
+    /// Opens (creating when missing, unless read-only) the database at `path`.
+    public convenience init(path: String, options: Options = Options()) throws {
+        try self.init(path: path, options: options, fileSystem: POSIXFileSystem())
+    }
+
+    init(path: String, options: Options, fileSystem: any FileSystem) throws {
+        guard options.pageSize >= 512, options.pageSize <= 65536, options.pageSize.nonzeroBitCount == 1 else {
+            throw StrataError.invalidOption("pageSize must be a power of two from 512 to 65536, not \(options.pageSize)")
+        }
+        self.path = path
+        self.options = options
+        self.fileSystem = fileSystem
+        if options.readOnly, !fileSystem.exists(path) {
+            throw StrataError.io(operation: "open", path: path, errno: ENOENT)
+        }
+        let file = try fileSystem.open(path, mode: options.readOnly ? .readOnly : .readWrite)
+        if !options.readOnly {
+            guard try file.tryLockExclusive() else {
+                file.close()
+                throw StrataError.locked(path: path)
+            }
+            // A compaction that did not reach its rename left this; the original is intact.
+            try fileSystem.remove(path + ".compact")
+        }
+        let recovered: RecoveredState
+        do {
+            recovered = try Recovery.open(file, options: options, owner: 0)
+        } catch {
+            file.close()
+            throw error
+        }
+        writer = WriterState(recovered)
+        published = Mutex(Snapshot(store: recovered.store, trees: recovered.trees, sequence: recovered.sequence))
+        openReport = OpenReport(
+            bytesRead: recovered.store.bytesRead, replayedCommits: recovered.replayedCommits, tornBytes: recovered.tornBytes)
+    }
+
+    var isReadOnly: Bool { options.readOnly }
+
+    /// A fresh owner id for copy-on-write: nodes of older owners are never changed in place.
+    func nextOwner() -> UInt64 { owners.add(1, ordering: .relaxed).newValue }
+
+    // MARK: Reading
+
+    /// The latest committed state. Cheap: no I/O, no copying of data.
+    public func snapshot() throws -> Snapshot {
+        guard let snapshot = published.withLock({ $0 }) else { throw StrataError.closed(path: path) }
+        return snapshot
+    }
+
+    /// Runs `body` on a snapshot of the latest committed state.
+    public func read<R>(_ body: (Snapshot) throws -> R) throws -> R {
+        try body(try snapshot())
+    }
+
+    // MARK: Writing
+
+    /// Starts the write transaction, waiting while another one is open.
+    public func beginWrite() throws -> WriteTransaction {
+        if isReadOnly { throw StrataError.readOnly(path: path) }
+        gate.wait()
+        do {
+            try checkWritable()
+            return WriteTransaction(database: self, snapshot: try snapshot(), owner: nextOwner())
+        } catch {
+            gate.signal()
+            throw error
+        }
+    }
+
+    /// Runs `body` in a write transaction and commits it when `body` returns; rolls back
+    /// when it throws.
+    ///
+    /// ```swift
+    /// try db.write { tx in
+    ///     try tx.put(value, forKey: key, in: "users")
+    /// }
+    /// ```
+    @discardableResult
+    public func write<R>(_ body: (WriteTransaction) throws -> R) throws -> R {
+        let tx = try beginWrite()
+        do {
+            let result = try body(tx)
+            if !tx.isFinished { try tx.commit() }
+            return result
+        } catch {
+            tx.rollback()
+            throw error
+        }
+    }
+
+    func finishWrite() { gate.signal() }
+
+    /// Called with the gate held.
+    private func checkWritable() throws {
+        if published.withLock({ $0 == nil }) { throw StrataError.closed(path: path) }
+        if let poison = writer.poison { throw poison }
+    }
+
+    /// Appends the transaction's log frame, syncs it, and publishes the new state. Called
+    /// by `WriteTransaction.commit()` with the gate held.
+    func commit(log: LogBatchWriter, trees: [String: TreeState]) throws {
+        try checkWritable()
+        let sequence = writer.sequence + 1
+        let payload = log.payload(sequence: sequence, timeMilliseconds: Self.now())
+        guard payload.count <= FrameHeader.maxPayload else {
+            throw StrataError.valueTooLarge(size: payload.count, limit: FrameHeader.maxPayload)
+        }
+        let frame = Frame.encode(.log, payload: payload, offset: writer.end, salt: writer.store.salt, compress: true)
+        try writer.guarded(rollingBackTo: writer.end) {
+            try writer.store.file.write(frame, at: writer.end)
+            if options.durability == .full { try writer.store.file.sync() }
+        }
+        writer.end += UInt64(frame.count)
+        writer.sequence = sequence
+        writer.logBytes += UInt64(frame.count)
+        publish(Snapshot(store: writer.store, trees: trees, sequence: sequence))
+        if writer.logBytes >= options.checkpointLogBytes {
+            // The commit is durable already; a failing checkpoint poisons the handle and
+            // the next write reports it.
+            try? checkpointHoldingGate()
+        }
+    }
+
+    private func publish(_ snapshot: Snapshot) {
+        published.withLock { $0 = snapshot }
+    }
+
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    // MARK: Checkpoints
+
+    /// Writes every tree node changed since the last checkpoint and a checkpoint frame
+    /// naming the roots, so the next open replays no log. Runs automatically (see
+    /// `Options.checkpointLogBytes`) and on `close()`.
+    public func checkpoint() throws {
+        if isReadOnly { throw StrataError.readOnly(path: path) }
+        gate.wait()
+        defer { gate.signal() }
+        try checkWritable()
+        try checkpointHoldingGate()
+    }
+
+    private func checkpointHoldingGate() throws {
+        let current = try snapshot()
+        guard writer.logBytes > 0 || writer.checkpoint == nil && !current.trees.isEmpty else { return }
+        let store = writer.store
+        let start = writer.end
+        var nodes = NodeWriter(store: store, appender: FrameAppender(file: store.file, salt: store.salt, position: start))
+        var record = CheckpointRecord(sequence: current.sequence, timeMilliseconds: Self.now(), previous: writer.checkpoint, trees: [])
+        var trees: [String: TreeState] = [:]
+        try writer.guarded(rollingBackTo: start) {
+            for name in current.trees.keys.sorted() {
+                let state = current.trees[name]!
+                let root = try state.root.map { try nodes.write($0) }
+                record.trees.append(.init(name: name, entryCount: state.entryCount, root: root))
+                trees[name] = TreeState(root: root.map { .stored($0) }, entryCount: state.entryCount)
+            }
+            // Pages are durable before the checkpoint frame that names them is written, so
+            // a valid checkpoint frame never points at pages a crash could lose.
+            try nodes.appender.flush()
+            try store.file.sync()
+            let address = try nodes.appender.append(.checkpoint, payload: record.encoded())
+            try nodes.appender.flush()
+            try store.file.sync()
+            let slot = CheckpointSlot(generation: writer.slotGeneration + 1, checkpoint: address, sequence: record.sequence)
+            try store.file.write(slot.encoded(salt: store.salt), at: slot.fileOffset)
+            try store.file.sync()
+            writer.slotGeneration = slot.generation
+            writer.checkpoint = address
+        }
+        writer.end = nodes.appender.position
+        writer.checkpointSequence = record.sequence
+        writer.logBytes = 0
+        publish(Snapshot(store: store, trees: trees, sequence: current.sequence))
+    }
+
+    // MARK: Closing
+
+    /// Checkpoints (unless disabled or poisoned), releases the write lock and closes the
+    /// handle. Waits for an open write transaction to finish. Snapshots taken before stay
+    /// readable.
+    public func close() throws {
+        if isReadOnly {
+            published.withLock { $0 = nil }
+            return
+        }
+        gate.wait()
+        defer { gate.signal() }
+        guard published.withLock({ $0 != nil }) else { return }
+        defer {
+            published.withLock { $0 = nil }
+            writer.store.file.unlock()
+        }
+        if options.checkpointOnClose, writer.poison == nil {
+            try checkpointHoldingGate()
+        }
+    }
+
+    deinit {
+        if !isReadOnly { writer.store.file.unlock() }
+    }
+
+    // MARK: Internals for compaction and statistics
+
+    /// Runs `body` with the gate held and the handle checked writable.
+    func withWriter<R>(_ body: (WriterState) throws -> R) throws -> R {
+        if isReadOnly { throw StrataError.readOnly(path: path) }
+        gate.wait()
+        defer { gate.signal() }
+        try checkWritable()
+        return try body(writer)
+    }
+
+    func replaceStore(_ state: RecoveredState) {
+        writer.adopt(state)
+        publish(Snapshot(store: state.store, trees: state.trees, sequence: state.sequence))
+    }
+
+    /// A consistent copy of the writer's counters (taken under the gate for writers).
+    func writerCounters() -> (end: UInt64, logBytes: UInt64, sequence: UInt64, checkpointSequence: UInt64, checkpoint: FrameAddress?, poisoned: Bool) {
+        let read = { (w: WriterState) in (w.end, w.logBytes, w.sequence, w.checkpointSequence, w.checkpoint, w.poison != nil) }
+        if isReadOnly { return read(writer) }
+        gate.wait()
+        defer { gate.signal() }
+        return read(writer)
+    }
+}
+
+/// What opening the file cost and found.
+struct OpenReport: Sendable {
+    var bytesRead: UInt64
+    var replayedCommits: Int
+    var tornBytes: UInt64
+}
+
+/// The writer's view of the file. Touched only while holding the database's gate.
+final class WriterState: @unchecked Sendable {
+    var store: PageStore
+    var end: UInt64
+    var sequence: UInt64
+    var checkpoint: FrameAddress?
+    var checkpointSequence: UInt64
+    var slotGeneration: UInt64
+    var logBytes: UInt64
+    /// Set by the first failed write or sync; every later write reports it.
+    var poison: StrataError?
+
+    init(_ state: RecoveredState) {
+        store = state.store
+        end = state.end
+        sequence = state.sequence
+        checkpoint = state.checkpoint
+        checkpointSequence = state.checkpointSequence
+        slotGeneration = state.slotGeneration
+        logBytes = state.end - (state.checkpoint?.end ?? FileHeader.dataStart)
+    }
+
+    func adopt(_ state: RecoveredState) {
+        store = state.store
+        end = state.end
+        sequence = state.sequence
+        checkpoint = state.checkpoint
+        checkpointSequence = state.checkpointSequence
+        slotGeneration = state.slotGeneration
+        logBytes = 0
+    }
+
+    /// Runs file writes; on failure poisons the handle (an fsync error is not retryable:
+    /// the kernel may have dropped the dirty pages) and cuts the file back to `end`, best
+    /// effort, so a reopen shows the last good commit.
+    func guarded(rollingBackTo end: UInt64, _ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch {
+            let cause = (error as? StrataError) ?? .io(operation: "write", path: store.path, errno: EIO)
+            poison = .poisoned(cause: cause.description)
+            try? store.file.truncate(to: end)
+            throw cause
+        }
+    }
+}

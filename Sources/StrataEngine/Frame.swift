@@ -1,0 +1,146 @@
+/// The kinds of frame that follow the file header. Values are part of the file format.
+public enum FrameType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+    /// One committed transaction: a batch of tree mutations.
+    case log = 1
+    /// One B-tree node (leaf or branch).
+    case page = 2
+    /// One value stored out of line, referenced from a leaf.
+    case value = 3
+    /// The roots of all trees as of a commit sequence.
+    case checkpoint = 4
+
+    public var description: String {
+        switch self {
+        case .log: "log"
+        case .page: "page"
+        case .value: "value"
+        case .checkpoint: "checkpoint"
+        }
+    }
+}
+
+/// The location of a frame in the file: its offset and total length (header + payload).
+public struct FrameAddress: Hashable, Sendable, CustomStringConvertible {
+    public var offset: UInt64
+    public var length: UInt32
+
+    public init(offset: UInt64, length: UInt32) {
+        self.offset = offset
+        self.length = length
+    }
+
+    public var end: UInt64 { offset + UInt64(length) }
+    public var description: String { "\(offset)+\(length)" }
+}
+
+/// The fixed 24-byte header in front of every frame payload.
+///
+/// ```
+/// 0  u64 checksum   XXH64(bytes 8 ..< 24+storedLength, seed: salt ^ offset)
+/// 8  u8  'S' (0x53)
+/// 9  u8  'F' (0x46)
+/// 10 u8  type       FrameType
+/// 11 u8  flags      bit 0: payload is LZ4-compressed
+/// 12 u32 storedLength  payload bytes on disk
+/// 16 u32 rawLength     payload bytes after decompression
+/// 20 u32 reserved, zero
+/// ```
+public struct FrameHeader: Sendable, Equatable {
+    public static let size = 24
+    public static let magic: (UInt8, UInt8) = (0x53, 0x46)
+    public static let compressedFlag: UInt8 = 1
+    /// Frame payloads are limited so that one frame always fits in memory on 32-bit math.
+    public static let maxPayload = Int(UInt32.max) - size
+
+    public var checksum: UInt64
+    public var type: FrameType
+    public var flags: UInt8
+    public var storedLength: UInt32
+    public var rawLength: UInt32
+
+    public var isCompressed: Bool { flags & Self.compressedFlag != 0 }
+    public var frameLength: Int { Self.size + Int(storedLength) }
+
+    /// Parses and sanity-checks a header; the checksum is verified separately, once the
+    /// payload is at hand.
+    static func parse(_ bytes: UnsafeRawBufferPointer, context: CorruptionContext) throws -> FrameHeader {
+        var reader = ByteReader(bytes, context: context)
+        let checksum = try reader.u64("frame checksum")
+        let m0 = try reader.u8(), m1 = try reader.u8()
+        guard (m0, m1) == magic else { throw context.error("frame magic is \(hex(m0))\(hex(m1)), expected 5346") }
+        let rawType = try reader.u8()
+        guard let type = FrameType(rawValue: rawType) else { throw context.error("unknown frame type \(rawType)") }
+        let flags = try reader.u8()
+        guard flags & ~compressedFlag == 0 else { throw context.error("unknown frame flags \(hex(flags))") }
+        let stored = try reader.u32("stored length")
+        let raw = try reader.u32("raw length")
+        let reserved = try reader.u32("reserved")
+        guard reserved == 0 else { throw context.error("reserved header field is \(reserved), expected 0") }
+        guard Int(stored) <= maxPayload else { throw context.error("stored length \(stored) is too large") }
+        if flags & compressedFlag == 0, raw != stored {
+            throw context.error("uncompressed frame has raw length \(raw) but stored length \(stored)")
+        }
+        return FrameHeader(checksum: checksum, type: type, flags: flags, storedLength: stored, rawLength: raw)
+    }
+}
+
+@inlinable func hex(_ byte: UInt8) -> String {
+    let digits = Array("0123456789abcdef")
+    return String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
+}
+
+/// Encoding and verification of whole frames.
+enum Frame {
+    /// The seed of a frame's checksum: the per-file salt mixed with the frame's offset, so a
+    /// frame copied to another place or left over from another file never verifies.
+    @inline(__always)
+    static func seed(salt: UInt64, offset: UInt64) -> UInt64 { salt ^ offset }
+
+    /// Builds the bytes of one frame to be written at `offset`. The payload is compressed
+    /// with LZ4 when `compress` is set and that saves at least 1/8.
+    static func encode(_ type: FrameType, payload: UnsafeRawBufferPointer, offset: UInt64, salt: UInt64, compress: Bool) -> [UInt8] {
+        let compressed = compress ? LZ4.compressIfSmaller(payload) : nil
+        var writer = ByteWriter(capacity: FrameHeader.size + (compressed?.count ?? payload.count))
+        writer.u64(0)
+        writer.u8(FrameHeader.magic.0)
+        writer.u8(FrameHeader.magic.1)
+        writer.u8(type.rawValue)
+        writer.u8(compressed == nil ? 0 : FrameHeader.compressedFlag)
+        writer.u32(UInt32(compressed?.count ?? payload.count))
+        writer.u32(UInt32(payload.count))
+        writer.u32(0)
+        if let compressed { writer.raw(compressed) } else { writer.raw(payload) }
+        var bytes = writer.bytes
+        let checksum = bytes.withUnsafeBytes { XXH64.hash(UnsafeRawBufferPointer(rebasing: $0[8...]), seed: seed(salt: salt, offset: offset)) }
+        withUnsafeBytes(of: checksum.littleEndian) { bytes.replaceSubrange(0 ..< 8, with: $0) }
+        return bytes
+    }
+
+    static func encode(_ type: FrameType, payload: [UInt8], offset: UInt64, salt: UInt64, compress: Bool) -> [UInt8] {
+        payload.withUnsafeBytes { encode(type, payload: $0, offset: offset, salt: salt, compress: compress) }
+    }
+
+    /// Whether the stored checksum matches `frame` (header and payload) at `offset`.
+    static func checksumMatches(_ frame: UnsafeRawBufferPointer, header: FrameHeader, offset: UInt64, salt: UInt64) -> Bool {
+        let covered = UnsafeRawBufferPointer(rebasing: frame[8 ..< header.frameLength])
+        return XXH64.hash(covered, seed: seed(salt: salt, offset: offset)) == header.checksum
+    }
+
+    static func payload(of frame: [UInt8], header: FrameHeader, offset: UInt64, salt: UInt64, context: CorruptionContext) throws -> [UInt8] {
+        try frame.withUnsafeBytes { try payload(of: $0, header: header, offset: offset, salt: salt, context: context) }
+    }
+
+    /// Verifies the checksum of a complete frame and returns its decompressed payload.
+    static func payload(of frame: UnsafeRawBufferPointer, header: FrameHeader, offset: UInt64, salt: UInt64, context: CorruptionContext) throws -> [UInt8] {
+        guard frame.count >= header.frameLength else { throw context.error("frame is truncated (\(frame.count) of \(header.frameLength) bytes)") }
+        guard checksumMatches(frame, header: header, offset: offset, salt: salt) else {
+            throw context.error("\(header.type) frame checksum mismatch")
+        }
+        let stored = UnsafeRawBufferPointer(rebasing: frame[FrameHeader.size ..< header.frameLength])
+        guard header.isCompressed else { return Array(stored) }
+        guard let raw = LZ4.decompress(stored, rawLength: Int(header.rawLength)) else {
+            throw context.error("LZ4 payload does not decompress to \(header.rawLength) bytes")
+        }
+        return raw
+    }
+}

@@ -1,0 +1,70 @@
+/// Appends frames at the end of a file, buffering them into large writes. Used by
+/// checkpoints and compaction, which write many frames at once.
+struct FrameAppender {
+    let file: any StorageFile
+    let salt: UInt64
+    /// Where the next frame goes.
+    private(set) var position: UInt64
+    private var pending: [UInt8] = []
+    private static let flushThreshold = 4 << 20
+
+    init(file: any StorageFile, salt: UInt64, position: UInt64) {
+        self.file = file
+        self.salt = salt
+        self.position = position
+    }
+
+    mutating func append(_ type: FrameType, payload: UnsafeRawBufferPointer, compress: Bool = true) throws -> FrameAddress {
+        let frame = Frame.encode(type, payload: payload, offset: position, salt: salt, compress: compress)
+        let address = FrameAddress(offset: position, length: UInt32(frame.count))
+        pending.append(contentsOf: frame)
+        position += UInt64(frame.count)
+        if pending.count >= Self.flushThreshold { try flush() }
+        return address
+    }
+
+    mutating func append(_ type: FrameType, payload: [UInt8], compress: Bool = true) throws -> FrameAddress {
+        try payload.withUnsafeBytes { try append(type, payload: $0, compress: compress) }
+    }
+
+    /// Writes everything buffered.
+    mutating func flush() throws {
+        guard !pending.isEmpty else { return }
+        try file.write(pending, at: position - UInt64(pending.count))
+        pending.removeAll(keepingCapacity: true)
+    }
+}
+
+/// Writes the in-memory nodes of a tree as page frames, children before parents, and
+/// returns the address of the root. Nodes already on disk are referenced, not rewritten.
+/// Written nodes go into `store`'s cache under their new addresses.
+struct NodeWriter {
+    let store: PageStore
+    var appender: FrameAppender
+
+    mutating func write(_ ref: NodeRef) throws -> FrameAddress {
+        switch ref {
+        case .stored(let address):
+            return address
+        case .leaf(let leaf):
+            var appender = self.appender
+            defer { self.appender = appender }
+            let payload = try PageCodec.encodeLeaf(leaf, limits: store.limits) { value in
+                try appender.append(.value, payload: value)
+            }
+            let address = try appender.append(.page, payload: payload)
+            let written = payload.count == leaf.storage.count
+                ? leaf
+                : try PageCodec.decodeLeaf(payload, address: address, limits: store.limits, context: store.context(address.offset, "page"))
+            store.cache.insert(.leaf(written), at: address.offset, cost: PageStore.cost(of: .leaf(written)))
+            return address
+        case .branch(let branch):
+            let children = try branch.children.map { try write($0) }
+            let payload = PageCodec.encodeBranch(keys: branch.keys, children: children)
+            let address = try appender.append(.page, payload: payload)
+            let written = Node.branch(BranchNode(owner: 0, keys: branch.keys, children: children.map { .stored($0) }))
+            store.cache.insert(written, at: address.offset, cost: PageStore.cost(of: written))
+            return address
+        }
+    }
+}

@@ -1,0 +1,78 @@
+/// A range of keys in byte order, for cursors and scans.
+///
+/// ```swift
+/// try tx.scan("users", in: .prefix(Key("user").bytes)) { key, value in ...; return true }
+/// try tx.scan("events", in: KeyRange(from: Key(100).bytes, to: Key(200).bytes)) { ... }
+/// ```
+public struct KeyRange: Sendable, Equatable {
+    public enum Bound: Sendable, Equatable {
+        case unbounded
+        case included([UInt8])
+        case excluded([UInt8])
+    }
+
+    public var lower: Bound
+    public var upper: Bound
+
+    public init(lower: Bound = .unbounded, upper: Bound = .unbounded) {
+        self.lower = lower
+        self.upper = upper
+    }
+
+    /// Every key.
+    public static let all = KeyRange()
+
+    /// `lower <= key < upper`.
+    public init(from lower: [UInt8], to upper: [UInt8]) {
+        self.init(lower: .included(lower), upper: .excluded(upper))
+    }
+
+    /// `lower <= key <= upper`.
+    public init(from lower: [UInt8], through upper: [UInt8]) {
+        self.init(lower: .included(lower), upper: .included(upper))
+    }
+
+    /// Every key that starts with `prefix`.
+    public static func prefix(_ prefix: [UInt8]) -> KeyRange {
+        guard let successor = prefixSuccessor(prefix) else { return KeyRange(lower: .included(prefix)) }
+        return KeyRange(lower: .included(prefix), upper: .excluded(successor))
+    }
+
+    /// The smallest byte string greater than every string starting with `prefix`, or nil
+    /// when there is none (the prefix is empty or all 0xFF).
+    static func prefixSuccessor(_ prefix: [UInt8]) -> [UInt8]? {
+        var bytes = prefix
+        while let last = bytes.last {
+            if last < 0xFF {
+                bytes[bytes.count - 1] = last + 1
+                return bytes
+            }
+            bytes.removeLast()
+        }
+        return nil
+    }
+
+    /// Whether `key` is not above the upper bound.
+    @inline(__always)
+    func isWithinUpper(_ key: UnsafeRawBufferPointer) -> Bool {
+        switch upper {
+        case .unbounded: return true
+        case .included(let bound): return compareBytes(bound, key) >= 0
+        case .excluded(let bound): return compareBytes(bound, key) > 0
+        }
+    }
+
+    /// Whether `key` is not below the lower bound.
+    @inline(__always)
+    func isWithinLower(_ key: UnsafeRawBufferPointer) -> Bool {
+        switch lower {
+        case .unbounded: return true
+        case .included(let bound): return compareBytes(bound, key) <= 0
+        case .excluded(let bound): return compareBytes(bound, key) < 0
+        }
+    }
+
+    public func contains(_ key: [UInt8]) -> Bool {
+        key.withUnsafeBytes { isWithinLower($0) && isWithinUpper($0) }
+    }
+}

@@ -1,0 +1,133 @@
+/// The mutations of one transaction as stored in a log frame (FORMAT.md, "Log frames").
+///
+/// Payload: `u64 sequence, i64 commit time (ms since 1970), u32 operation count`, then the
+/// operations. `select` names the tree that following `put`/`delete` operations act on,
+/// so a batch of writes to one tree names it once.
+enum LogOperationCode: UInt8 {
+    case select = 1
+    case put = 2
+    case delete = 3
+    case createTree = 4
+    case dropTree = 5
+}
+
+/// Collects a transaction's operations as it runs.
+struct LogBatchWriter {
+    private(set) var body = ByteWriter(capacity: 256)
+    private(set) var operationCount: UInt32 = 0
+    private var selectedTree: String?
+
+    var isEmpty: Bool { operationCount == 0 }
+
+    private mutating func select(_ tree: String) {
+        guard selectedTree != tree else { return }
+        selectedTree = tree
+        body.u8(LogOperationCode.select.rawValue)
+        body.lengthPrefixed(tree.utf8)
+    }
+
+    mutating func put(tree: String, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        select(tree)
+        body.u8(LogOperationCode.put.rawValue)
+        body.varint(key.count)
+        body.raw(key)
+        body.varint(value.count)
+        body.raw(value)
+        operationCount += 1
+    }
+
+    mutating func delete(tree: String, key: UnsafeRawBufferPointer) {
+        select(tree)
+        body.u8(LogOperationCode.delete.rawValue)
+        body.varint(key.count)
+        body.raw(key)
+        operationCount += 1
+    }
+
+    mutating func createTree(_ tree: String) {
+        body.u8(LogOperationCode.createTree.rawValue)
+        body.lengthPrefixed(tree.utf8)
+        operationCount += 1
+    }
+
+    mutating func dropTree(_ tree: String) {
+        body.u8(LogOperationCode.dropTree.rawValue)
+        body.lengthPrefixed(tree.utf8)
+        if selectedTree == tree { selectedTree = nil }
+        operationCount += 1
+    }
+
+    /// The complete log payload for commit `sequence`.
+    func payload(sequence: UInt64, timeMilliseconds: Int64) -> [UInt8] {
+        var w = ByteWriter(capacity: 20 + body.count)
+        w.u64(sequence)
+        w.u64(UInt64(bitPattern: timeMilliseconds))
+        w.u32(operationCount)
+        w.raw(body.bytes)
+        return w.bytes
+    }
+}
+
+/// One decoded log operation; byte buffers are lent for the duration of the visit.
+enum LogOperation {
+    case put(tree: String, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
+    case delete(tree: String, key: UnsafeRawBufferPointer)
+    case createTree(String)
+    case dropTree(String)
+}
+
+struct LogBatchHeader: Equatable {
+    var sequence: UInt64
+    var timeMilliseconds: Int64
+    var operationCount: UInt32
+}
+
+enum LogBatchReader {
+    /// Decodes the batch header and visits every operation, checking all bounds.
+    static func read(_ payload: [UInt8], context: CorruptionContext, visit: (LogOperation) throws -> Void) throws -> LogBatchHeader {
+        try payload.withUnsafeBytes { raw in
+            var r = ByteReader(raw, context: context)
+            let header = LogBatchHeader(
+                sequence: try r.u64("sequence"), timeMilliseconds: Int64(bitPattern: try r.u64("commit time")),
+                operationCount: try r.u32("operation count"))
+            var selected: String?
+            var seen: UInt32 = 0
+            func treeName() throws -> String {
+                let bytes = try r.bytes(try r.length("tree name length", limit: 255), "tree name")
+                guard let name = String(validating: bytes, as: UTF8.self) else { throw context.error("tree name is not UTF-8") }
+                return name
+            }
+            while !r.isAtEnd {
+                let code = try r.u8("operation code")
+                switch LogOperationCode(rawValue: code) {
+                case .select:
+                    selected = try treeName()
+                case .put, .delete:
+                    guard let tree = selected else { throw context.error("operation before any tree was selected") }
+                    let key = try r.bytes(try r.length("key length"), "key")
+                    if code == LogOperationCode.put.rawValue {
+                        let value = try r.bytes(try r.length("value length"), "value")
+                        try visit(.put(tree: tree, key: key, value: value))
+                    } else {
+                        try visit(.delete(tree: tree, key: key))
+                    }
+                    seen += 1
+                case .createTree:
+                    try visit(.createTree(try treeName()))
+                    seen += 1
+                case .dropTree:
+                    let name = try treeName()
+                    if selected == name { selected = nil }
+                    try visit(.dropTree(name))
+                    seen += 1
+                case nil:
+                    throw context.error("unknown log operation \(code)")
+                }
+            }
+            guard seen == header.operationCount else {
+                throw context.error("log frame holds \(seen) operations, its header says \(header.operationCount)")
+            }
+            return header
+        }
+    }
+}

@@ -1,0 +1,336 @@
+/// A reference from a parent (or a tree root) to a child node: either a node in memory,
+/// changed since the last checkpoint, or a page frame on disk, loaded through the cache.
+enum NodeRef: @unchecked Sendable {
+    case leaf(LeafNode)
+    case branch(BranchNode)
+    case stored(FrameAddress)
+}
+
+/// A node at hand in memory: what resolving a `NodeRef` yields.
+enum Node: @unchecked Sendable {
+    case leaf(LeafNode)
+    case branch(BranchNode)
+
+    var ref: NodeRef {
+        switch self {
+        case .leaf(let leaf): .leaf(leaf)
+        case .branch(let branch): .branch(branch)
+        }
+    }
+}
+
+/// How a value sits in a leaf entry.
+enum ValueSlot {
+    /// The value bytes are in the leaf.
+    case inline(UnsafeRawBufferPointer)
+    /// The value is in its own value frame; `length` is its raw length.
+    case overflow(FrameAddress, length: UInt32)
+}
+
+/// Per-tree sizing, derived from the file's page size.
+struct NodeLimits: Sendable {
+    /// A node is split when its encoded size exceeds this.
+    let pageSize: Int
+    /// Values longer than this go to their own frame at checkpoint.
+    let maxInlineValue: Int
+    /// A node below this encoded size is merged with or refilled from a sibling.
+    var minFill: Int { pageSize / 4 }
+    /// The longest key accepted.
+    var maxKey: Int { pageSize / 4 }
+
+    init(pageSize: Int) {
+        self.pageSize = pageSize
+        self.maxInlineValue = pageSize / 4
+    }
+}
+
+/// Leaf entry tags (FORMAT.md, "Leaf pages").
+enum LeafTag {
+    static let inline: UInt8 = 0
+    static let overflow: UInt8 = 1
+    static let overflowSize = 16
+    static let pageKind: UInt8 = 1
+}
+
+/// A leaf node. Its entries are packed in `storage` exactly as in a leaf page payload —
+/// the kind byte, then for each entry `varint keyLength, key, tag, value` — so a page
+/// loaded from disk is used without re-encoding and a scan touches no per-entry objects.
+///
+/// Thread safety: a node is mutated only by the transaction whose id is `owner`, and only
+/// before that transaction commits; after that it is immutable and shared by snapshots.
+final class LeafNode: @unchecked Sendable {
+    var owner: UInt64
+    var storage: [UInt8]
+    var starts: [UInt32]
+    /// The encoded size this leaf will have as a page (large inline values counted as
+    /// overflow references).
+    var pageBytes: Int
+
+    init(owner: UInt64) {
+        self.owner = owner
+        self.storage = [LeafTag.pageKind]
+        self.starts = []
+        self.pageBytes = 1
+    }
+
+    init(owner: UInt64, storage: [UInt8], starts: [UInt32], pageBytes: Int) {
+        self.owner = owner
+        self.storage = storage
+        self.starts = starts
+        self.pageBytes = pageBytes
+    }
+
+    func copy(owner: UInt64) -> LeafNode {
+        LeafNode(owner: owner, storage: storage, starts: starts, pageBytes: pageBytes)
+    }
+
+    var count: Int { starts.count }
+
+    func entryEnd(_ i: Int) -> Int { i + 1 < starts.count ? Int(starts[i + 1]) : storage.count }
+
+    /// Decodes the entry starting at `start` in `raw`: key range and value slot. The
+    /// entry was validated when the page was decoded or built.
+    @inline(__always)
+    static func entry(in raw: UnsafeRawBufferPointer, at start: Int) -> (key: UnsafeRawBufferPointer, value: ValueSlot, end: Int) {
+        var p = start
+        var keyLength = 0, shift = 0
+        while true {
+            let b = raw[p]; p += 1
+            keyLength |= Int(b & 0x7F) << shift
+            if b < 0x80 { break }
+            shift += 7
+        }
+        let key = UnsafeRawBufferPointer(rebasing: raw[p ..< p + keyLength])
+        p += keyLength
+        let tag = raw[p]; p += 1
+        if tag == LeafTag.overflow {
+            let offset = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: p, as: UInt64.self))
+            let frameLength = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: p + 8, as: UInt32.self))
+            let length = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: p + 12, as: UInt32.self))
+            return (key, .overflow(FrameAddress(offset: offset, length: frameLength), length: length), p + LeafTag.overflowSize)
+        }
+        var valueLength = 0
+        shift = 0
+        while true {
+            let b = raw[p]; p += 1
+            valueLength |= Int(b & 0x7F) << shift
+            if b < 0x80 { break }
+            shift += 7
+        }
+        return (key, .inline(UnsafeRawBufferPointer(rebasing: raw[p ..< p + valueLength])), p + valueLength)
+    }
+
+    /// Calls `body` with the key and value slot of entry `i`.
+    @inline(__always)
+    func withEntry<R>(_ i: Int, _ body: (UnsafeRawBufferPointer, ValueSlot) throws -> R) rethrows -> R {
+        try storage.withUnsafeBytes { raw in
+            let e = Self.entry(in: raw, at: Int(starts[i]))
+            return try body(e.key, e.value)
+        }
+    }
+
+    func key(at i: Int) -> [UInt8] { withEntry(i) { key, _ in Array(key) } }
+
+    /// Binary search: the index of `key`, or of the first larger key, and whether it matched.
+    func search(_ key: UnsafeRawBufferPointer) -> (index: Int, found: Bool) {
+        storage.withUnsafeBytes { raw in
+            var low = 0, high = starts.count
+            while low < high {
+                let mid = (low + high) / 2
+                let c = compareBytes(Self.entry(in: raw, at: Int(starts[mid])).key, key)
+                if c == 0 { return (mid, true) }
+                if c < 0 { low = mid + 1 } else { high = mid }
+            }
+            return (low, false)
+        }
+    }
+
+    /// The encoded entry size in memory and as a page.
+    static func entrySizes(keyCount: Int, value: ValueSlot, limits: NodeLimits) -> (memory: Int, page: Int) {
+        let keyPart = varintSize(keyCount) + keyCount + 1
+        switch value {
+        case .overflow:
+            return (keyPart + LeafTag.overflowSize, keyPart + LeafTag.overflowSize)
+        case .inline(let bytes):
+            let memory = keyPart + varintSize(bytes.count) + bytes.count
+            return (memory, bytes.count > limits.maxInlineValue ? keyPart + LeafTag.overflowSize : memory)
+        }
+    }
+
+    private static func write(key: UnsafeRawBufferPointer, value: ValueSlot, into out: UnsafeMutableRawBufferPointer) {
+        var p = 0
+        func varint(_ v: Int) {
+            var v = UInt64(v)
+            while v >= 0x80 { out[p] = UInt8(truncatingIfNeeded: v) | 0x80; v >>= 7; p += 1 }
+            out[p] = UInt8(v); p += 1
+        }
+        func raw(_ bytes: UnsafeRawBufferPointer) {
+            if bytes.count > 0 { (out.baseAddress! + p).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+            p += bytes.count
+        }
+        varint(key.count)
+        raw(key)
+        switch value {
+        case .inline(let bytes):
+            out[p] = LeafTag.inline; p += 1
+            varint(bytes.count)
+            raw(bytes)
+        case .overflow(let address, let length):
+            out[p] = LeafTag.overflow; p += 1
+            withUnsafeBytes(of: address.offset.littleEndian) { raw($0) }
+            withUnsafeBytes(of: address.length.littleEndian) { raw($0) }
+            withUnsafeBytes(of: length.littleEndian) { raw($0) }
+        }
+    }
+
+    /// Inserts a new entry at `index` (the position `search` returned).
+    func insert(at index: Int, key: UnsafeRawBufferPointer, value: ValueSlot, limits: NodeLimits) {
+        let sizes = Self.entrySizes(keyCount: key.count, value: value, limits: limits)
+        let position = index < starts.count ? Int(starts[index]) : storage.count
+        storage.insert(contentsOf: repeatElement(0, count: sizes.memory), at: position)
+        storage.withUnsafeMutableBytes { raw in
+            Self.write(key: key, value: value, into: UnsafeMutableRawBufferPointer(rebasing: raw[position ..< position + sizes.memory]))
+        }
+        starts.insert(UInt32(position), at: index)
+        shiftStarts(after: index, by: sizes.memory)
+        pageBytes += sizes.page
+    }
+
+    /// Replaces the value of entry `index`, keeping its key.
+    func replaceValue(at index: Int, with value: ValueSlot, limits: NodeLimits) {
+        let key = self.key(at: index)
+        removeEntry(at: index, limits: limits)
+        key.withUnsafeBytes { insert(at: index, key: $0, value: value, limits: limits) }
+    }
+
+    func removeEntry(at index: Int, limits: NodeLimits) {
+        let start = Int(starts[index]), end = entryEnd(index)
+        let pageSize = withEntry(index) { key, value in Self.entrySizes(keyCount: key.count, value: value, limits: limits).page }
+        storage.removeSubrange(start ..< end)
+        starts.remove(at: index)
+        shiftStarts(after: index - 1, by: -(end - start))
+        pageBytes -= pageSize
+    }
+
+    private func shiftStarts(after index: Int, by delta: Int) {
+        var i = index + 1
+        while i < starts.count {
+            starts[i] = UInt32(Int(starts[i]) + delta)
+            i += 1
+        }
+    }
+
+    /// Moves the entries from `index` on into a new leaf and returns it.
+    func splitOff(from index: Int, owner: UInt64, limits: NodeLimits) -> LeafNode {
+        let right = LeafNode(owner: owner)
+        let cut = Int(starts[index])
+        right.storage.append(contentsOf: storage[cut...])
+        right.starts = starts[index...].map { $0 - UInt32(cut) + 1 }
+        storage.removeSubrange(cut...)
+        starts.removeSubrange(index...)
+        recomputePageBytes(limits: limits)
+        right.recomputePageBytes(limits: limits)
+        return right
+    }
+
+    /// Appends all entries of `other`, whose keys are all greater.
+    func append(contentsOf other: LeafNode, limits: NodeLimits) {
+        let base = UInt32(storage.count) - 1
+        storage.append(contentsOf: other.storage[1...])
+        starts.append(contentsOf: other.starts.map { $0 + base })
+        pageBytes += other.pageBytes - 1
+    }
+
+    func recomputePageBytes(limits: NodeLimits) {
+        var total = 1
+        for i in 0 ..< count {
+            total += withEntry(i) { key, value in Self.entrySizes(keyCount: key.count, value: value, limits: limits).page }
+        }
+        pageBytes = total
+    }
+
+    /// The index at which to split so both halves have about the same encoded size.
+    func balancedSplitIndex() -> Int {
+        let half = storage.count / 2
+        var low = 1, high = count - 1
+        while low < high {
+            let mid = (low + high) / 2
+            if Int(starts[mid]) < half { low = mid + 1 } else { high = mid }
+        }
+        return max(1, min(low, count - 1))
+    }
+}
+
+/// A branch node: `children.count - 1` separator keys; child `i` holds the keys `k` with
+/// `keys[i-1] <= k < keys[i]`.
+final class BranchNode: @unchecked Sendable {
+    var owner: UInt64
+    var keys: [[UInt8]]
+    var children: [NodeRef]
+    /// The encoded size of this branch as a page.
+    var pageBytes: Int
+
+    init(owner: UInt64, keys: [[UInt8]], children: [NodeRef]) {
+        self.owner = owner
+        self.keys = keys
+        self.children = children
+        self.pageBytes = 0
+        recomputePageBytes()
+    }
+
+    func copy(owner: UInt64) -> BranchNode {
+        let b = BranchNode(owner: owner, keys: keys, children: children, pageBytes: pageBytes)
+        return b
+    }
+
+    private init(owner: UInt64, keys: [[UInt8]], children: [NodeRef], pageBytes: Int) {
+        self.owner = owner
+        self.keys = keys
+        self.children = children
+        self.pageBytes = pageBytes
+    }
+
+    static let childReferenceSize = 12
+
+    static func keyCost(_ key: [UInt8]) -> Int { varintSize(key.count) + key.count }
+
+    func recomputePageBytes() {
+        pageBytes = 1 + varintSize(children.count) + children.count * Self.childReferenceSize
+            + keys.reduce(0) { $0 + Self.keyCost($1) }
+    }
+
+    /// The child whose range holds `key`: the number of separators `<= key`.
+    func childIndex(for key: UnsafeRawBufferPointer) -> Int {
+        var low = 0, high = keys.count
+        while low < high {
+            let mid = (low + high) / 2
+            if compareBytes(keys[mid], key) <= 0 { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    /// Inserts `child` at `index` with `separator` as its lower bound.
+    func insert(separator: [UInt8], child: NodeRef, at index: Int) {
+        keys.insert(separator, at: index - 1)
+        children.insert(child, at: index)
+        pageBytes += Self.keyCost(separator) + Self.childReferenceSize
+    }
+
+    /// Removes child `index` and the separator in front of it.
+    func removeChild(at index: Int) {
+        pageBytes -= Self.keyCost(keys[index - 1]) + Self.childReferenceSize
+        keys.remove(at: index - 1)
+        children.remove(at: index)
+    }
+
+    /// Moves the upper half into a new branch; returns the separator between the halves.
+    func splitOff(owner: UInt64) -> (separator: [UInt8], right: BranchNode) {
+        let middle = children.count / 2
+        let separator = keys[middle - 1]
+        let right = BranchNode(owner: owner, keys: Array(keys[middle...]), children: Array(children[middle...]))
+        keys.removeSubrange((middle - 1)...)
+        children.removeSubrange(middle...)
+        recomputePageBytes()
+        return (separator, right)
+    }
+}

@@ -1,0 +1,62 @@
+import Synchronization
+
+/// Decoded pages by file offset, bounded by a byte budget. Eviction drops the least
+/// recently used quarter when the budget is exceeded. Safe to use from many threads.
+final class PageCache: Sendable {
+    private struct Entry {
+        var node: Node
+        var cost: Int
+        var lastUse: UInt64
+    }
+
+    private struct State {
+        var entries: [UInt64: Entry] = [:]
+        var totalCost = 0
+        var clock: UInt64 = 0
+        var hits: UInt64 = 0
+        var misses: UInt64 = 0
+    }
+
+    let budget: Int
+    private let state = Mutex(State())
+
+    init(budget: Int) { self.budget = max(budget, 64 * 1024) }
+
+    func node(at offset: UInt64) -> Node? {
+        state.withLock { s in
+            s.clock &+= 1
+            let now = s.clock
+            guard let node = s.entries[offset]?.node else {
+                s.misses += 1
+                return nil
+            }
+            s.entries[offset]!.lastUse = now
+            s.hits += 1
+            return node
+        }
+    }
+
+    func insert(_ node: Node, at offset: UInt64, cost: Int) {
+        state.withLock { s in
+            s.clock &+= 1
+            if let old = s.entries.updateValue(Entry(node: node, cost: cost, lastUse: s.clock), forKey: offset) {
+                s.totalCost -= old.cost
+            }
+            s.totalCost += cost
+            if s.totalCost > budget { Self.evict(&s, target: budget * 3 / 4) }
+        }
+    }
+
+    private static func evict(_ s: inout State, target: Int) {
+        let byAge = s.entries.sorted { $0.value.lastUse < $1.value.lastUse }
+        for (offset, entry) in byAge {
+            if s.totalCost <= target { break }
+            s.entries[offset] = nil
+            s.totalCost -= entry.cost
+        }
+    }
+
+    var counters: (hits: UInt64, misses: UInt64, bytes: Int, pages: Int) {
+        state.withLock { ($0.hits, $0.misses, $0.totalCost, $0.entries.count) }
+    }
+}

@@ -1,0 +1,94 @@
+import Synchronization
+
+/// One database file as readers see it: verified frame reads, decoded pages through the
+/// cache, out-of-line values. Snapshots hold their store, so a reader keeps reading the
+/// file it started on even after compaction swaps in a new one.
+final class PageStore: Sendable {
+    let file: any StorageFile
+    let header: FileHeader
+    let limits: NodeLimits
+    let cache: PageCache
+    private let readCounter = Atomic<UInt64>(0)
+
+    var path: String { file.path }
+    var salt: UInt64 { header.salt }
+
+    init(file: any StorageFile, header: FileHeader, cacheBudget: Int) {
+        self.file = file
+        self.header = header
+        self.limits = NodeLimits(pageSize: Int(header.pageSize))
+        self.cache = PageCache(budget: cacheBudget)
+    }
+
+    /// Bytes read from the file through this store so far.
+    var bytesRead: UInt64 { readCounter.load(ordering: .relaxed) }
+
+    func context(_ offset: UInt64, _ structure: String) -> CorruptionContext {
+        CorruptionContext(path: path, offset: offset, structure: structure)
+    }
+
+    /// Reads `count` raw bytes, counting them.
+    func readBytes(count: Int, at offset: UInt64) throws -> [UInt8] {
+        let bytes = try file.read(count: count, at: offset)
+        readCounter.add(UInt64(bytes.count), ordering: .relaxed)
+        return bytes
+    }
+
+    /// Reads the frame at `address`, checks its type, length and checksum, and returns the
+    /// decompressed payload.
+    func readPayload(at address: FrameAddress, expecting type: FrameType) throws -> [UInt8] {
+        let context = context(address.offset, "\(type) frame")
+        let frame = try readBytes(count: Int(address.length), at: address.offset)
+        guard frame.count == Int(address.length) else {
+            throw context.error("frame of \(address.length) bytes runs past the end of the file")
+        }
+        return try frame.withUnsafeBytes { raw in
+            let header = try FrameHeader.parse(raw, context: context)
+            guard header.type == type else { throw context.error("expected a \(type) frame, found \(header.type)") }
+            guard header.frameLength == Int(address.length) else {
+                throw context.error("frame length \(header.frameLength) differs from the reference (\(address.length))")
+            }
+            return try Frame.payload(of: raw, header: header, offset: address.offset, salt: salt, context: context)
+        }
+    }
+
+    /// The node stored at `address`, from the cache or decoded from disk.
+    func node(at address: FrameAddress) throws -> Node {
+        if let cached = cache.node(at: address.offset) { return cached }
+        let payload = try readPayload(at: address, expecting: .page)
+        let node = try PageCodec.decode(payload, address: address, limits: limits, context: context(address.offset, "page"))
+        cache.insert(node, at: address.offset, cost: Self.cost(of: node))
+        return node
+    }
+
+    /// The node `ref` points at, loading it from disk when it is not in memory.
+    @inline(__always)
+    func resolve(_ ref: NodeRef) throws -> Node {
+        switch ref {
+        case .leaf(let leaf): return .leaf(leaf)
+        case .branch(let branch): return .branch(branch)
+        case .stored(let address): return try node(at: address)
+        }
+    }
+
+    /// The bytes of a value, reading its value frame when it is stored out of line.
+    func value(_ slot: ValueSlot) throws -> [UInt8] {
+        switch slot {
+        case .inline(let bytes):
+            return Array(bytes)
+        case .overflow(let address, let length):
+            let value = try readPayload(at: address, expecting: .value)
+            guard value.count == Int(length) else {
+                throw context(address.offset, "value frame").error("value is \(value.count) bytes, the leaf says \(length)")
+            }
+            return value
+        }
+    }
+
+    static func cost(of node: Node) -> Int {
+        switch node {
+        case .leaf(let leaf): return leaf.storage.count + leaf.starts.count * 4 + 64
+        case .branch(let branch): return branch.pageBytes + branch.children.count * 16 + 64
+        }
+    }
+}

@@ -1,0 +1,167 @@
+/// What opening a file established: the newest committed state and where to append.
+struct RecoveredState {
+    var store: PageStore
+    var trees: [String: TreeState]
+    var sequence: UInt64
+    var checkpoint: FrameAddress?
+    var checkpointSequence: UInt64
+    var slotGeneration: UInt64
+    /// The end of the last valid frame: where the next frame is appended.
+    var end: UInt64
+    var tornBytes: UInt64
+    var replayedCommits: Int
+}
+
+/// Opening a file: header, checkpoint slots, the latest checkpoint, then replay of the
+/// log frames after it. Reads O(log tail) bytes, never the whole tree.
+/// The algorithm is FORMAT.md, "Recovery".
+enum Recovery {
+    static func initialize(_ file: any StorageFile, pageSize: Int) throws {
+        var image = FileHeader.new(pageSize: pageSize).encoded()
+        let salt = try FileHeader.decode(image, path: file.path).salt
+        image += CheckpointSlot(generation: 1, checkpoint: nil, sequence: 0).encoded(salt: salt)
+        image += [UInt8](repeating: 0, count: Int(FileHeader.dataStart) - image.count)
+        try file.truncate(to: 0)
+        try file.write(image, at: 0)
+        try file.sync()
+    }
+
+    static func open(_ file: any StorageFile, options: Database.Options, owner: UInt64) throws -> RecoveredState {
+        let path = file.path
+        var size = try file.size()
+        if size < FileHeader.dataStart {
+            // No commit fits in a file this short: it is new, or its creation was interrupted.
+            let start = try file.read(count: 8, at: 0)
+            let ours = start.isEmpty || FileHeader.magic.starts(with: start) || start.allSatisfy { $0 == 0 }
+            guard ours else { throw StrataError.notAStrataFile(path: path) }
+            if options.readOnly { throw StrataError.notAStrataFile(path: path) }
+            try initialize(file, pageSize: options.pageSize)
+            size = FileHeader.dataStart
+        }
+        let header = try FileHeader.decode(try file.read(count: FileHeader.size, at: 0), path: path)
+        try header.checkVersion(path: path, readOnly: options.readOnly)
+        let store = PageStore(file: file, header: header, cacheBudget: options.cacheSize)
+        let slots = try FileHeader.slotOffsets.compactMap { offset in
+            CheckpointSlot.decode(try store.readBytes(count: 64, at: offset), salt: header.salt)
+        }
+        guard let slot = slots.max(by: { $0.generation < $1.generation }) else {
+            throw StrataError.corruption(path: path, offset: FileHeader.slotOffsets[0], reason: "both checkpoint slots fail their checksum")
+        }
+
+        var state = RecoveredState(
+            store: store, trees: [:], sequence: slot.sequence, checkpoint: nil, checkpointSequence: slot.sequence,
+            slotGeneration: slot.generation, end: FileHeader.dataStart, tornBytes: 0, replayedCommits: 0)
+        if let address = slot.checkpoint {
+            try adopt(try readCheckpoint(at: address, store: store), at: address, into: &state)
+        }
+        var changes = TreeChanges(trees: state.trees, mutator: TreeMutator(store: store, owner: owner))
+        var position = state.end
+        while position < size {
+            let frame: (header: FrameHeader, bytes: [UInt8])
+            do {
+                frame = try readFrame(at: position, fileSize: size, store: store)
+            } catch let StrataError.corruption(_, _, reason) {
+                try handleBadFrame(at: position, reason: reason, fileSize: size, store: store, options: options)
+                state.tornBytes = size - position
+                if !options.readOnly {
+                    try file.truncate(to: position)
+                    try file.sync()
+                }
+                break
+            }
+            let address = FrameAddress(offset: position, length: UInt32(frame.bytes.count))
+            let context = store.context(position, "\(frame.header.type) frame")
+            switch frame.header.type {
+            case .log:
+                let payload = try Frame.payload(of: frame.bytes, header: frame.header, offset: position, salt: header.salt, context: context)
+                let batch = try LogBatchReader.read(payload, context: context) { try changes.apply($0) }
+                guard batch.sequence == state.sequence + 1 else {
+                    throw context.error("commit sequence \(batch.sequence) does not follow \(state.sequence)")
+                }
+                state.sequence = batch.sequence
+                state.replayedCommits += 1
+            case .checkpoint:
+                let payload = try Frame.payload(of: frame.bytes, header: frame.header, offset: position, salt: header.salt, context: context)
+                let record = try CheckpointRecord.decode(payload, at: position, context: context)
+                guard record.sequence == state.sequence else {
+                    throw context.error("checkpoint of sequence \(record.sequence) found after commit \(state.sequence)")
+                }
+                try adopt(record, at: address, into: &state)
+                changes.trees = state.trees
+            case .page, .value:
+                break
+            }
+            position = address.end
+        }
+        state.trees = changes.trees
+        state.end = position
+        return state
+    }
+
+    private static func adopt(_ record: CheckpointRecord, at address: FrameAddress, into state: inout RecoveredState) throws {
+        state.trees = Dictionary(uniqueKeysWithValues: record.trees.map {
+            ($0.name, TreeState(root: $0.root.map { .stored($0) }, entryCount: $0.entryCount))
+        })
+        state.sequence = record.sequence
+        state.checkpointSequence = record.sequence
+        state.checkpoint = address
+        state.end = address.end
+    }
+
+    static func readCheckpoint(at address: FrameAddress, store: PageStore) throws -> CheckpointRecord {
+        let payload = try store.readPayload(at: address, expecting: .checkpoint)
+        return try CheckpointRecord.decode(payload, at: address.offset, context: store.context(address.offset, "checkpoint frame"))
+    }
+
+    /// Reads and verifies the whole frame at `position`; throws `.corruption` when it is
+    /// incomplete or invalid.
+    static func readFrame(at position: UInt64, fileSize: UInt64, store: PageStore) throws -> (header: FrameHeader, bytes: [UInt8]) {
+        let context = store.context(position, "frame")
+        let headerBytes = try store.readBytes(count: FrameHeader.size, at: position)
+        guard headerBytes.count == FrameHeader.size else { throw context.error("incomplete frame header at the end of the file") }
+        let header = try headerBytes.withUnsafeBytes { try FrameHeader.parse($0, context: context) }
+        guard position + UInt64(header.frameLength) <= fileSize else {
+            throw context.error("frame of \(header.frameLength) bytes runs past the end of the file")
+        }
+        let bytes = headerBytes + (try store.readBytes(count: Int(header.storedLength), at: position + UInt64(FrameHeader.size)))
+        let valid = bytes.withUnsafeBytes { Frame.checksumMatches($0, header: header, offset: position, salt: store.salt) }
+        guard valid else { throw context.error("\(header.type) frame checksum mismatch") }
+        return (header, bytes)
+    }
+
+    /// A bad frame is a torn tail (the writer died mid-write: recovery drops it) unless a
+    /// valid log or checkpoint frame follows it, which a crash cannot produce: then it is
+    /// media corruption and opening stops, unless the caller asked to salvage.
+    private static func handleBadFrame(at position: UInt64, reason: String, fileSize: UInt64, store: PageStore, options: Database.Options) throws {
+        guard let later = try findCommitFrame(after: position, fileSize: fileSize, store: store) else { return }
+        if options.recovery == .truncateAtFirstBadFrame { return }
+        throw StrataError.corruption(
+            path: store.path, offset: position,
+            reason: "\(reason); valid commits follow at offset \(later), so this is damage, not an interrupted write. "
+                + "Open with recovery: .truncateAtFirstBadFrame to keep only the commits before it")
+    }
+
+    /// The offset of the first valid log or checkpoint frame after `position`, if any.
+    static func findCommitFrame(after position: UInt64, fileSize: UInt64, store: PageStore) throws -> UInt64? {
+        let start = position + 1
+        guard start + UInt64(FrameHeader.size) <= fileSize else { return nil }
+        let tail = try store.readBytes(count: Int(fileSize - start), at: start)
+        return tail.withUnsafeBytes { raw -> UInt64? in
+            var i = 0
+            while i + FrameHeader.size <= raw.count {
+                defer { i += 1 }
+                guard raw[i + 8] == FrameHeader.magic.0, raw[i + 9] == FrameHeader.magic.1,
+                      raw[i + 10] == FrameType.log.rawValue || raw[i + 10] == FrameType.checkpoint.rawValue
+                else { continue }
+                let offset = start + UInt64(i)
+                let rest = UnsafeRawBufferPointer(rebasing: raw[i...])
+                guard let header = try? FrameHeader.parse(rest, context: store.context(offset, "frame")),
+                      header.frameLength <= rest.count,
+                      Frame.checksumMatches(rest, header: header, offset: offset, salt: store.salt)
+                else { continue }
+                return offset
+            }
+            return nil
+        }
+    }
+}

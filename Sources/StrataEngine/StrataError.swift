@@ -1,0 +1,72 @@
+import Foundation
+
+/// Every failure the engine reports. Each case carries what a user needs to act on it:
+/// the file, the byte offset of damaged data, the versions involved, the original OS error.
+public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The file does not start with the Strata magic bytes.
+    case notAStrataFile(path: String)
+    /// The file was written by a newer Strata whose format this version cannot read.
+    case unsupportedFormat(path: String, fileReadVersion: UInt16, fileWriteVersion: UInt16, supported: UInt16)
+    /// The file can be read but was written by a newer format; it can only be opened read-only.
+    case formatRequiresReadOnly(path: String, fileWriteVersion: UInt16, supported: UInt16)
+    /// Bytes on disk failed verification (checksum, bounds, structure).
+    case corruption(path: String, offset: UInt64, reason: String)
+    /// Another handle or process holds the write lock on the file.
+    case locked(path: String)
+    /// An operating-system call failed.
+    case io(operation: String, path: String, errno: Int32)
+    /// An earlier write or sync failed; the handle refuses further writes until it is reopened.
+    case poisoned(cause: String)
+    /// The database was opened read-only.
+    case readOnly(path: String)
+    /// The database handle has been closed.
+    case closed(path: String)
+    case treeNotFound(String)
+    case treeAlreadyExists(String)
+    case invalidTreeName(String)
+    case keyTooLarge(size: Int, limit: Int)
+    case emptyKey
+    case valueTooLarge(size: Int, limit: Int)
+    /// The transaction was already committed or rolled back.
+    case transactionFinished
+    case invalidOption(String)
+
+    public var description: String {
+        switch self {
+        case .notAStrataFile(let path):
+            return "\(path) is not a Strata database (magic bytes do not match)"
+        case .unsupportedFormat(let path, let r, let w, let supported):
+            return "\(path) needs format read version \(r) (write version \(w)); this Strata reads up to version \(supported). Upgrade Strata to open it."
+        case .formatRequiresReadOnly(let path, let w, let supported):
+            return "\(path) was written with format write version \(w), newer than \(supported); open it with readOnly: true or upgrade Strata"
+        case .corruption(let path, let offset, let reason):
+            return "\(path) is corrupt at byte offset \(offset): \(reason)"
+        case .locked(let path):
+            return "database is locked: \(path) is open for writing by another handle or process"
+        case .io(let op, let path, let code):
+            return "\(op) failed on \(path): \(String(cString: strerror(code))) (errno \(code))"
+        case .poisoned(let cause):
+            return "database handle is unusable for writes after an I/O failure (\(cause)); close and reopen it"
+        case .readOnly(let path):
+            return "\(path) is open read-only"
+        case .closed(let path):
+            return "\(path) has been closed"
+        case .treeNotFound(let name):
+            return "no tree named '\(name)'"
+        case .treeAlreadyExists(let name):
+            return "a tree named '\(name)' already exists"
+        case .invalidTreeName(let name):
+            return "invalid tree name '\(name)': names are 1 to 255 bytes of UTF-8"
+        case .keyTooLarge(let size, let limit):
+            return "key of \(size) bytes exceeds the limit of \(limit) bytes"
+        case .emptyKey:
+            return "keys must not be empty"
+        case .valueTooLarge(let size, let limit):
+            return "value of \(size) bytes exceeds the limit of \(limit) bytes"
+        case .transactionFinished:
+            return "the transaction has already been committed or rolled back"
+        case .invalidOption(let why):
+            return "invalid option: \(why)"
+        }
+    }
+}

@@ -1,0 +1,255 @@
+/// The state of one tree in a snapshot or transaction.
+struct TreeState: @unchecked Sendable {
+    var root: NodeRef?
+    var entryCount: UInt64
+}
+
+/// One tree of a snapshot or transaction, as handed to the shared read operations.
+public struct TreeHandle {
+    let store: PageStore
+    let state: TreeState
+}
+
+/// Reading operations shared by `Snapshot` and `WriteTransaction`.
+public protocol TreeReading {
+    /// The named tree; plumbing for the operations below.
+    func treeHandle(_ name: String, forIteration: Bool) throws -> TreeHandle
+    /// The names of all trees, sorted.
+    var treeNames: [String] { get }
+}
+
+extension TreeReading {
+    /// Whether a tree with this name exists.
+    public func hasTree(_ name: String) -> Bool { treeNames.contains(name) }
+
+    /// The value stored for `key` in `tree`, or nil.
+    ///
+    /// ```swift
+    /// let bytes = try snapshot.get(Key(42).bytes, in: "users")
+    /// ```
+    public func get(_ key: [UInt8], in tree: String) throws -> [UInt8]? {
+        let handle = try treeHandle(tree, forIteration: false)
+        return try key.withUnsafeBytes { try TreeReader.get(store: handle.store, root: handle.state.root, key: $0) }
+    }
+
+    /// Lends the value stored for `key` to `body` without copying it (when it is stored
+    /// inline); returns nil when the key is absent.
+    public func withValue<R>(_ key: [UInt8], in tree: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        let handle = try treeHandle(tree, forIteration: false)
+        return try key.withUnsafeBytes { key in
+            try TreeReader.withValue(store: handle.store, root: handle.state.root, key: key) { slot in
+                switch slot {
+                case .inline(let bytes): return try body(bytes)
+                case .overflow: return try handle.store.value(slot).withUnsafeBytes(body)
+                }
+            }
+        }
+    }
+
+    public func contains(_ key: [UInt8], in tree: String) throws -> Bool {
+        let handle = try treeHandle(tree, forIteration: false)
+        return try key.withUnsafeBytes { try TreeReader.withValue(store: handle.store, root: handle.state.root, key: $0) { _ in true } } ?? false
+    }
+
+    /// The number of entries in `tree`.
+    public func count(in tree: String) throws -> Int {
+        Int(try treeHandle(tree, forIteration: false).state.entryCount)
+    }
+
+    /// A cursor over `tree`, unpositioned; call `first()`, `last()` or `seek(to:)`.
+    public func cursor(_ tree: String) throws -> Cursor {
+        let handle = try treeHandle(tree, forIteration: true)
+        return Cursor(store: handle.store, root: handle.state.root)
+    }
+
+    /// Visits the entries of `range` in key order (or reverse) until `body` returns false.
+    /// Keys and inline values are lent to `body`, not copied: scanning allocates nothing
+    /// per entry.
+    ///
+    /// ```swift
+    /// var total = 0
+    /// try snapshot.scan("users", in: .prefix(Key("a").bytes)) { key, value in
+    ///     total += value.count
+    ///     return true
+    /// }
+    /// ```
+    public func scan(_ tree: String, in range: KeyRange = .all, reverse: Bool = false,
+                     _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool) throws {
+        try cursor(tree).scan(range, reverse: reverse, body)
+    }
+}
+
+/// A consistent, read-only view of the database as of one commit. Many snapshots can be
+/// used at once, from any thread, while a writer commits: a snapshot never changes.
+public final class Snapshot: TreeReading, Sendable {
+    let store: PageStore
+    let trees: [String: TreeState]
+    /// The commit sequence number this snapshot shows.
+    public let sequence: UInt64
+
+    init(store: PageStore, trees: [String: TreeState], sequence: UInt64) {
+        self.store = store
+        self.trees = trees
+        self.sequence = sequence
+    }
+
+    public func treeHandle(_ name: String, forIteration: Bool) throws -> TreeHandle {
+        guard let state = trees[name] else { throw StrataError.treeNotFound(name) }
+        return TreeHandle(store: store, state: state)
+    }
+
+    public var treeNames: [String] { trees.keys.sorted() }
+}
+
+/// Applies tree mutations for one owner id: shared by write transactions and log replay.
+struct TreeChanges {
+    var trees: [String: TreeState]
+    var mutator: TreeMutator
+
+    mutating func put(tree: String, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+        guard var state = trees[tree] else { throw StrataError.treeNotFound(tree) }
+        let result = try mutator.put(root: state.root, key: key, value: value)
+        state.root = result.root
+        if result.inserted { state.entryCount += 1 }
+        trees[tree] = state
+    }
+
+    mutating func delete(tree: String, key: UnsafeRawBufferPointer) throws -> Bool {
+        guard var state = trees[tree] else { throw StrataError.treeNotFound(tree) }
+        let result = try mutator.delete(root: state.root, key: key)
+        guard result.removed else { return false }
+        state.root = result.root
+        state.entryCount -= 1
+        trees[tree] = state
+        return true
+    }
+
+    mutating func createTree(_ name: String) throws {
+        guard trees[name] == nil else { throw StrataError.treeAlreadyExists(name) }
+        trees[name] = TreeState(root: nil, entryCount: 0)
+    }
+
+    mutating func dropTree(_ name: String) throws {
+        guard trees.removeValue(forKey: name) != nil else { throw StrataError.treeNotFound(name) }
+    }
+
+    mutating func apply(_ operation: LogOperation) throws {
+        switch operation {
+        case .put(let tree, let key, let value): try put(tree: tree, key: key, value: value)
+        case .delete(let tree, let key): _ = try delete(tree: tree, key: key)
+        case .createTree(let name): try createTree(name)
+        case .dropTree(let name): try dropTree(name)
+        }
+    }
+}
+
+/// The one read-write transaction of a database. Changes are visible to this transaction
+/// at once and to everyone else after `commit()`; `rollback()` (or letting the transaction
+/// go) discards them.
+///
+/// ```swift
+/// let tx = try db.beginWrite()
+/// try tx.createTree("users", ifNotExists: true)
+/// try tx.put(Array("Ada".utf8), forKey: Key(1).bytes, in: "users")
+/// try tx.commit()
+/// ```
+///
+/// Only one write transaction exists at a time per database: `beginWrite()` waits until
+/// the current one finishes. A transaction belongs to one thread at a time.
+public final class WriteTransaction: TreeReading {
+    let database: Database
+    var changes: TreeChanges
+    var log = LogBatchWriter()
+    private(set) var isFinished = false
+
+    init(database: Database, snapshot: Snapshot, owner: UInt64) {
+        self.database = database
+        self.changes = TreeChanges(trees: snapshot.trees, mutator: TreeMutator(store: snapshot.store, owner: owner))
+    }
+
+    deinit {
+        if !isFinished { database.finishWrite() }
+    }
+
+    var store: PageStore { changes.mutator.store }
+
+    public func treeHandle(_ name: String, forIteration: Bool) throws -> TreeHandle {
+        guard let state = changes.trees[name] else { throw StrataError.treeNotFound(name) }
+        if forIteration {
+            // Freeze what the cursor sees: later writes copy nodes instead of changing them.
+            changes.mutator = TreeMutator(store: store, owner: database.nextOwner())
+        }
+        return TreeHandle(store: store, state: state)
+    }
+
+    public var treeNames: [String] { changes.trees.keys.sorted() }
+
+    private func checkOpen() throws {
+        if isFinished { throw StrataError.transactionFinished }
+    }
+
+    /// Creates an empty tree. Names are 1 to 255 bytes of UTF-8.
+    public func createTree(_ name: String, ifNotExists: Bool = false) throws {
+        try checkOpen()
+        guard !name.isEmpty, name.utf8.count <= 255 else { throw StrataError.invalidTreeName(name) }
+        if ifNotExists, changes.trees[name] != nil { return }
+        try changes.createTree(name)
+        log.createTree(name)
+    }
+
+    /// Deletes a tree and all its entries.
+    public func dropTree(_ name: String) throws {
+        try checkOpen()
+        try changes.dropTree(name)
+        log.dropTree(name)
+    }
+
+    /// Stores `value` under `key` in `tree`, replacing any previous value.
+    public func put(_ value: [UInt8], forKey key: [UInt8], in tree: String) throws {
+        try key.withUnsafeBytes { key in try value.withUnsafeBytes { try put($0, forKey: key, in: tree) } }
+    }
+
+    /// Stores `value` under `key` without copying either into an intermediate array.
+    public func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer, in tree: String) throws {
+        try checkOpen()
+        try validate(key: key)
+        guard value.count <= Database.maxValueSize else { throw StrataError.valueTooLarge(size: value.count, limit: Database.maxValueSize) }
+        try changes.put(tree: tree, key: key, value: value)
+        log.put(tree: tree, key: key, value: value)
+    }
+
+    /// Removes `key` from `tree`; returns whether it was there.
+    @discardableResult
+    public func delete(_ key: [UInt8], in tree: String) throws -> Bool {
+        try checkOpen()
+        return try key.withUnsafeBytes { key in
+            try validate(key: key)
+            guard try changes.delete(tree: tree, key: key) else { return false }
+            log.delete(tree: tree, key: key)
+            return true
+        }
+    }
+
+    private func validate(key: UnsafeRawBufferPointer) throws {
+        if key.isEmpty { throw StrataError.emptyKey }
+        if key.count > store.limits.maxKey { throw StrataError.keyTooLarge(size: key.count, limit: store.limits.maxKey) }
+    }
+
+    /// Makes the changes durable and visible. With `.full` durability the data is on disk
+    /// when this returns. If it throws, nothing of the transaction is visible and the
+    /// database refuses further writes until reopened (see `StrataError.poisoned`).
+    public func commit() throws {
+        try checkOpen()
+        isFinished = true
+        defer { database.finishWrite() }
+        guard !log.isEmpty else { return }
+        try database.commit(log: log, trees: changes.trees)
+    }
+
+    /// Discards every change made in this transaction.
+    public func rollback() {
+        guard !isFinished else { return }
+        isFinished = true
+        database.finishWrite()
+    }
+}
