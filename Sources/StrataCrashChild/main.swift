@@ -1,1 +1,102 @@
-print("placeholder")
+// Helper process for the engine's crash and lock tests; not a user tool.
+//
+//   StrataCrashChild commit PATH   commit numbered transactions until killed; print
+//                                  "ok N" after commit N returned (it is durable then)
+//   StrataCrashChild verify PATH   open PATH, check it holds exactly commits 1...N for
+//                                  the highest N present; print "verified N"
+//   StrataCrashChild lock PATH     try to open PATH for writing; print "locked" or "opened"
+import Foundation
+import StrataEngine
+
+/// Writes a line to stdout unbuffered, so the parent sees every acknowledgement at once.
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+
+let arguments = CommandLine.arguments
+guard arguments.count == 3 else {
+    FileHandle.standardError.write(Data("usage: StrataCrashChild commit|verify|lock PATH\n".utf8))
+    exit(2)
+}
+let path = arguments[2]
+
+/// What transaction `n` writes: several keys, so a partial transaction would show, and
+/// every seventh one deletes an older key, so recovery replays removals and merges.
+func changes(of n: Int) -> (puts: [([UInt8], [UInt8])], deletes: [[UInt8]]) {
+    let puts = (0 ..< 1 + n % 5).map { part in (Key(n, part).bytes, value(of: n, part: part)) }
+    let deletes = n % 7 == 0 && n > 10 ? [Key(n - 10, 0).bytes] : []
+    return (puts, deletes)
+}
+
+/// The highest transaction number present in the file.
+func lastCommitted(_ db: Database) throws -> Int {
+    try db.read { snapshot in
+        guard snapshot.hasTree("numbers") else { return 0 }
+        let cursor = try snapshot.cursor("numbers")
+        guard try cursor.last(), case .int(let last)? = try Key(bytes: cursor.key).elements().first else { return 0 }
+        return Int(last)
+    }
+}
+
+/// A value whose size varies, sometimes over the out-of-line threshold.
+func value(of n: Int, part: Int) -> [UInt8] {
+    let size = n % 17 == 0 ? 3000 : 20 + (n * 31 + part) % 200
+    return (0 ..< size).map { UInt8(truncatingIfNeeded: n &* 7 &+ part &+ $0) }
+}
+
+do {
+    switch arguments[1] {
+    case "commit":
+        var options = Database.Options()
+        options.checkpointLogBytes = 48 * 1024
+        let db = try Database(path: path, options: options)
+        try db.write { tx in try tx.createTree("numbers", ifNotExists: true) }
+        var n = try lastCommitted(db)
+        while true {
+            n += 1
+            let number = n
+            try db.write { tx in
+                for (key, value) in changes(of: number).puts { try tx.put(value, forKey: key, in: "numbers") }
+                for key in changes(of: number).deletes { try tx.delete(key, in: "numbers") }
+            }
+            say("ok \(n)")
+        }
+    case "verify":
+        let db = try Database(path: path)
+        let last = try lastCommitted(db)
+        var expected: [[UInt8]: [UInt8]] = [:]
+        for n in stride(from: 1, through: last, by: 1) {
+            for (key, value) in changes(of: n).puts { expected[key] = value }
+            for key in changes(of: n).deletes { expected[key] = nil }
+        }
+        var found = 0
+        try db.read { snapshot in
+            guard snapshot.hasTree("numbers") else { return }
+            try snapshot.scan("numbers") { key, value in
+                guard expected[Array(key)] == Array(value) else {
+                    say("mismatch at \(Key(bytes: Array(key)))")
+                    exit(1)
+                }
+                found += 1
+                return true
+            }
+        }
+        guard found == expected.count else {
+            say("found \(found) entries, expected \(expected.count) for commits 1...\(last)")
+            exit(1)
+        }
+        try db.close()
+        say("verified \(last)")
+    case "lock":
+        do {
+            let db = try Database(path: path)
+            say("opened")
+            try db.close()
+        } catch StrataError.locked {
+            say("locked")
+        }
+    default:
+        exit(2)
+    }
+} catch {
+    FileHandle.standardError.write(Data("StrataCrashChild: \(error)\n".utf8))
+    exit(1)
+}

@@ -27,6 +27,9 @@ final class PageStore: Sendable {
         CorruptionContext(path: path, offset: offset, structure: structure)
     }
 
+    /// Counts bytes read before this store existed (the file header).
+    func countRead(_ bytes: Int) { readCounter.add(UInt64(bytes), ordering: .relaxed) }
+
     /// Reads `count` raw bytes, counting them.
     func readBytes(count: Int, at offset: UInt64) throws -> [UInt8] {
         let bytes = try file.read(count: count, at: offset)

@@ -17,10 +17,12 @@ struct RecoveredState {
 /// The algorithm is FORMAT.md, "Recovery".
 enum Recovery {
     static func initialize(_ file: any StorageFile, pageSize: Int) throws {
-        var image = FileHeader.new(pageSize: pageSize).encoded()
-        let salt = try FileHeader.decode(image, path: file.path).salt
-        image += CheckpointSlot(generation: 1, checkpoint: nil, sequence: 0).encoded(salt: salt)
-        image += [UInt8](repeating: 0, count: Int(FileHeader.dataStart) - image.count)
+        let header = FileHeader.new(pageSize: pageSize)
+        let slot = CheckpointSlot(generation: 1, checkpoint: nil, sequence: 0)
+        var image = [UInt8](repeating: 0, count: Int(FileHeader.dataStart))
+        image.replaceSubrange(0 ..< FileHeader.size, with: header.encoded())
+        let slotStart = Int(slot.fileOffset)
+        image.replaceSubrange(slotStart ..< slotStart + FileHeader.slotSize, with: slot.encoded(salt: header.salt))
         try file.truncate(to: 0)
         try file.write(image, at: 0)
         try file.sync()
@@ -41,6 +43,7 @@ enum Recovery {
         let header = try FileHeader.decode(try file.read(count: FileHeader.size, at: 0), path: path)
         try header.checkVersion(path: path, readOnly: options.readOnly)
         let store = PageStore(file: file, header: header, cacheBudget: options.cacheSize)
+        store.countRead(FileHeader.size)
         let slots = try FileHeader.slotOffsets.compactMap { offset in
             CheckpointSlot.decode(try store.readBytes(count: 64, at: offset), salt: header.salt)
         }

@@ -1,0 +1,286 @@
+import Foundation
+
+/// An order-preserving binary encoding of typed values and tuples of them: comparing two
+/// encoded keys byte by byte gives the same order as comparing the values, so B-tree order
+/// is value order and range scans work for every type (FORMAT.md, "Key encoding").
+///
+/// ```swift
+/// let key = Key("alice", 42)            // a (String, Int) tuple
+/// try tx.put(value, forKey: key.bytes, in: "scores")
+/// let range = KeyRange.prefix(Key("alice").bytes)   // every key whose first element is "alice"
+/// ```
+///
+/// Each element starts with a type tag. Integers of every width share one encoding
+/// (`Int8(5)` and `Int64(5)` encode alike), as do unsigned ones; signed and unsigned
+/// integers, and other different types, order by their tags, so keep one type per tuple
+/// position. `-0.0` encodes as `0.0`; every NaN encodes as one NaN, above `+infinity`.
+/// Strings are compared after Unicode NFC normalization, as Swift compares them.
+public struct Key: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public internal(set) var bytes: [UInt8]
+
+    public init() { bytes = [] }
+
+    /// A key from raw bytes, e.g. read back from a cursor.
+    public init(bytes: [UInt8]) { self.bytes = bytes }
+
+    /// A key of one or more elements.
+    public init(_ first: any KeyComponent, _ rest: any KeyComponent...) {
+        bytes = []
+        first.appendKey(to: &self)
+        for element in rest { element.appendKey(to: &self) }
+    }
+
+    /// Appends another tuple element.
+    public mutating func append(_ element: some KeyComponent) {
+        element.appendKey(to: &self)
+    }
+
+    public static func < (a: Key, b: Key) -> Bool { compareBytes(a.bytes, b.bytes) < 0 }
+
+    /// The bytes of this key followed by `prefix` without its terminator: the lower bound
+    /// of every key whose next element is a string starting with `prefix`.
+    ///
+    /// ```swift
+    /// let range = KeyRange.prefix(Key("users").appendingStringPrefix("al"))
+    /// ```
+    public func appendingStringPrefix(_ prefix: String) -> [UInt8] {
+        var key = self
+        key.bytes.append(KeyTag.string)
+        key.appendEscaped(Key.normalizedUTF8(prefix))
+        return key.bytes
+    }
+
+    /// The elements of this key.
+    public func elements() throws -> [KeyElement] {
+        try KeyElement.decode(bytes)
+    }
+
+    public var description: String {
+        guard let elements = try? elements() else { return "0x" + bytes.map(hex).joined() }
+        return "(" + elements.map(\.description).joined(separator: ", ") + ")"
+    }
+
+    // MARK: Encoding primitives
+
+    mutating func appendTag(_ tag: UInt8) { bytes.append(tag) }
+
+    mutating func appendBigEndian(_ value: UInt64) {
+        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    /// 0x00 becomes 0x00 0xFF and the string ends with 0x00, so a shorter string orders
+    /// before any longer one it prefixes, and embedded zero bytes keep their order.
+    mutating func appendEscaped<C: Collection>(_ data: C) where C.Element == UInt8 {
+        for byte in data {
+            bytes.append(byte)
+            if byte == 0 { bytes.append(0xFF) }
+        }
+    }
+
+    mutating func appendTerminated<C: Collection>(_ data: C) where C.Element == UInt8 {
+        appendEscaped(data)
+        bytes.append(0)
+    }
+
+    static func orderedBits(_ value: Double) -> UInt64 {
+        var v = value
+        if v == 0 { v = 0 }  // -0.0 == 0.0
+        if v.isNaN { return 0x7FF8_0000_0000_0000 | (1 << 63) }  // one quiet NaN, above +infinity
+        let bits = v.bitPattern
+        return bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
+    }
+
+    static func double(fromOrderedBits bits: UInt64) -> Double {
+        Double(bitPattern: bits & (1 << 63) != 0 ? bits & ~(1 << 63) : ~bits)
+    }
+
+    static func normalizedUTF8(_ string: String) -> [UInt8] {
+        let utf8 = Array(string.utf8)
+        if utf8.allSatisfy({ $0 < 0x80 }) { return utf8 }
+        return Array(string.precomposedStringWithCanonicalMapping.utf8)
+    }
+}
+
+/// Element type tags of the key encoding. Their order is the order of mixed types.
+enum KeyTag {
+    static let null: UInt8 = 0x05
+    static let falseValue: UInt8 = 0x10
+    static let trueValue: UInt8 = 0x11
+    static let int: UInt8 = 0x20
+    static let uint: UInt8 = 0x21
+    static let double: UInt8 = 0x30
+    static let string: UInt8 = 0x40
+    static let bytes: UInt8 = 0x50
+    static let date: UInt8 = 0x60
+    static let uuid: UInt8 = 0x70
+}
+
+/// A value that can be an element of a `Key`.
+public protocol KeyComponent {
+    func appendKey(to key: inout Key)
+}
+
+extension Int64: KeyComponent {
+    public func appendKey(to key: inout Key) {
+        key.appendTag(KeyTag.int)
+        key.appendBigEndian(UInt64(bitPattern: self) ^ (1 << 63))
+    }
+}
+
+extension Int: KeyComponent { public func appendKey(to key: inout Key) { Int64(self).appendKey(to: &key) } }
+extension Int32: KeyComponent { public func appendKey(to key: inout Key) { Int64(self).appendKey(to: &key) } }
+extension Int16: KeyComponent { public func appendKey(to key: inout Key) { Int64(self).appendKey(to: &key) } }
+extension Int8: KeyComponent { public func appendKey(to key: inout Key) { Int64(self).appendKey(to: &key) } }
+
+extension UInt64: KeyComponent {
+    public func appendKey(to key: inout Key) {
+        key.appendTag(KeyTag.uint)
+        key.appendBigEndian(self)
+    }
+}
+
+extension UInt: KeyComponent { public func appendKey(to key: inout Key) { UInt64(self).appendKey(to: &key) } }
+extension UInt32: KeyComponent { public func appendKey(to key: inout Key) { UInt64(self).appendKey(to: &key) } }
+extension UInt16: KeyComponent { public func appendKey(to key: inout Key) { UInt64(self).appendKey(to: &key) } }
+extension UInt8: KeyComponent { public func appendKey(to key: inout Key) { UInt64(self).appendKey(to: &key) } }
+
+extension Double: KeyComponent {
+    public func appendKey(to key: inout Key) {
+        key.appendTag(KeyTag.double)
+        key.appendBigEndian(Key.orderedBits(self))
+    }
+}
+
+extension Float: KeyComponent { public func appendKey(to key: inout Key) { Double(self).appendKey(to: &key) } }
+
+extension Bool: KeyComponent {
+    public func appendKey(to key: inout Key) { key.appendTag(self ? KeyTag.trueValue : KeyTag.falseValue) }
+}
+
+extension String: KeyComponent {
+    public func appendKey(to key: inout Key) {
+        key.appendTag(KeyTag.string)
+        key.appendTerminated(Key.normalizedUTF8(self))
+    }
+}
+
+extension Substring: KeyComponent { public func appendKey(to key: inout Key) { String(self).appendKey(to: &key) } }
+
+extension Data: KeyComponent {
+    public func appendKey(to key: inout Key) {
+        key.appendTag(KeyTag.bytes)
+        key.appendTerminated(self)
+    }
+}
+
+extension Array: KeyComponent where Element == UInt8 {
+    public func appendKey(to key: inout Key) {
+        key.appendTag(KeyTag.bytes)
+        key.appendTerminated(self)
+    }
+}
+
+extension Date: KeyComponent {
+    public func appendKey(to key: inout Key) {
+        key.appendTag(KeyTag.date)
+        key.appendBigEndian(Key.orderedBits(timeIntervalSince1970))
+    }
+}
+
+extension UUID: KeyComponent {
+    /// UUIDs order by their 16 bytes, most significant first.
+    public func appendKey(to key: inout Key) {
+        key.appendTag(KeyTag.uuid)
+        withUnsafeBytes(of: uuid) { key.bytes.append(contentsOf: $0) }
+    }
+}
+
+extension Optional: KeyComponent where Wrapped: KeyComponent {
+    /// nil orders before every value.
+    public func appendKey(to key: inout Key) {
+        switch self {
+        case .none: key.appendTag(KeyTag.null)
+        case .some(let value): value.appendKey(to: &key)
+        }
+    }
+}
+
+extension Key: KeyComponent {
+    /// Appends all elements of another key (tuples nest by concatenation).
+    public func appendKey(to key: inout Key) { key.bytes.append(contentsOf: bytes) }
+}
+
+/// One decoded key element.
+public enum KeyElement: Sendable, Equatable, CustomStringConvertible {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case uint(UInt64)
+    case double(Double)
+    case string(String)
+    case bytes([UInt8])
+    case date(Date)
+    case uuid(UUID)
+
+    public var description: String {
+        switch self {
+        case .null: "nil"
+        case .bool(let v): "\(v)"
+        case .int(let v): "\(v)"
+        case .uint(let v): "\(v)"
+        case .double(let v): "\(v)"
+        case .string(let v): "\"\(v)\""
+        case .bytes(let v): "0x" + v.map(hex).joined()
+        case .date(let v): v.ISO8601Format()
+        case .uuid(let v): v.uuidString
+        }
+    }
+
+    /// Decodes every element of an encoded key; throws `StrataError.corruption` (offset 0)
+    /// when the bytes are not a valid encoding.
+    public static func decode(_ bytes: [UInt8]) throws -> [KeyElement] {
+        let context = CorruptionContext(path: "key", offset: 0, structure: "key encoding")
+        return try bytes.withUnsafeBytes { raw in
+            var r = ByteReader(raw, context: context)
+            var elements: [KeyElement] = []
+            func big() throws -> UInt64 {
+                UInt64(bigEndian: try r.fixed(UInt64.self, "key element").littleEndian)
+            }
+            func terminated() throws -> [UInt8] {
+                var out: [UInt8] = []
+                while true {
+                    let byte = try r.u8("string byte")
+                    if byte != 0 { out.append(byte); continue }
+                    if !r.isAtEnd, raw[r.position] == 0xFF {
+                        out.append(0)
+                        r.position += 1
+                        continue
+                    }
+                    return out
+                }
+            }
+            while !r.isAtEnd {
+                let tag = try r.u8("tag")
+                switch tag {
+                case KeyTag.null: elements.append(.null)
+                case KeyTag.falseValue: elements.append(.bool(false))
+                case KeyTag.trueValue: elements.append(.bool(true))
+                case KeyTag.int: elements.append(.int(Int64(bitPattern: try big() ^ (1 << 63))))
+                case KeyTag.uint: elements.append(.uint(try big()))
+                case KeyTag.double: elements.append(.double(Key.double(fromOrderedBits: try big())))
+                case KeyTag.date: elements.append(.date(Date(timeIntervalSince1970: Key.double(fromOrderedBits: try big()))))
+                case KeyTag.string:
+                    guard let s = String(validating: try terminated(), as: UTF8.self) else { throw context.error("string is not UTF-8") }
+                    elements.append(.string(s))
+                case KeyTag.bytes: elements.append(.bytes(try terminated()))
+                case KeyTag.uuid:
+                    let b = try r.bytes(16, "uuid")
+                    elements.append(.uuid(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))))
+                default:
+                    throw context.error("unknown key tag \(hex(tag)) at byte \(r.position - 1)")
+                }
+            }
+            return elements
+        }
+    }
+}

@@ -1,0 +1,155 @@
+/// Counters that cost nothing to read. For where the bytes go, see `SpaceReport`.
+public struct Statistics: Sendable, Equatable {
+    public struct Tree: Sendable, Equatable {
+        public var name: String
+        public var entryCount: Int
+    }
+
+    public var path: String
+    public var fileSize: UInt64
+    public var pageSize: Int
+    /// The sequence number of the latest commit.
+    public var commitSequence: UInt64
+    /// The commit the latest checkpoint covers.
+    public var checkpointSequence: UInt64
+    /// Log bytes written since the latest checkpoint: what the next open replays.
+    public var logBytesSinceCheckpoint: UInt64
+    /// Bytes read from disk while opening: header, slots, checkpoint and log tail only.
+    public var bytesReadAtOpen: UInt64
+    public var commitsReplayedAtOpen: Int
+    /// Bytes of an interrupted write that opening dropped from the end of the file.
+    public var tornBytesDroppedAtOpen: UInt64
+    public var cacheHits: UInt64
+    public var cacheMisses: UInt64
+    public var cacheBytes: Int
+    public var cachedPages: Int
+    /// True after a failed write or sync: the handle refuses writes until reopened.
+    public var isPoisoned: Bool
+    public var trees: [Tree]
+}
+
+/// Where the bytes of the file go: per tree shape and size, and live versus dead bytes.
+public struct SpaceReport: Sendable, Equatable {
+    public struct Tree: Sendable, Equatable {
+        public var name: String
+        public var entryCount: Int
+        /// Levels from the root to the leaves (0 for an empty tree).
+        public var depth: Int
+        public var leafPages: Int
+        public var branchPages: Int
+        /// Nodes changed since the last checkpoint, held in memory.
+        public var unwrittenNodes: Int
+        /// Bytes of the tree's page frames on disk (after compression, with headers).
+        public var storedBytes: UInt64
+        /// Bytes of the same pages uncompressed.
+        public var rawBytes: UInt64
+        public var overflowValues: Int
+        public var overflowStoredBytes: UInt64
+        public var overflowRawBytes: UInt64
+        /// Encoded page bytes divided by pages × page size.
+        public var fillFactor: Double
+    }
+
+    public var fileSize: UInt64
+    /// Bytes that recovery needs: header, latest checkpoint and what it references, log tail.
+    public var liveBytes: UInt64
+    /// Superseded pages and checkpointed log: what `compact()` gives back.
+    public var deadBytes: UInt64 { fileSize - min(liveBytes, fileSize) }
+    public var trees: [Tree]
+}
+
+/// Visits every node of a tree, loading stored pages through the cache.
+enum TreeWalker {
+    static func visit(_ ref: NodeRef?, store: PageStore, depth: Int = 1,
+                      _ body: (_ node: Node, _ address: FrameAddress?, _ depth: Int) throws -> Void) throws {
+        guard let ref else { return }
+        var address: FrameAddress?
+        if case .stored(let a) = ref { address = a }
+        let node = try store.resolve(ref)
+        try body(node, address, depth)
+        if case .branch(let branch) = node {
+            for child in branch.children { try visit(child, store: store, depth: depth + 1, body) }
+        }
+    }
+
+    /// Calls `body` with every out-of-line value reference of a leaf.
+    static func overflowValues(of leaf: LeafNode, _ body: (FrameAddress, UInt32) -> Void) {
+        for i in 0 ..< leaf.count {
+            leaf.withEntry(i) { _, slot in
+                if case .overflow(let address, let length) = slot { body(address, length) }
+            }
+        }
+    }
+}
+
+extension Database {
+    /// The counters of this handle.
+    public func statistics() throws -> Statistics {
+        let snapshot = try snapshot()
+        let writer = writerCounters()
+        let cache = snapshot.store.cache.counters
+        return Statistics(
+            path: path, fileSize: try snapshot.store.file.size(), pageSize: snapshot.store.limits.pageSize,
+            commitSequence: writer.sequence, checkpointSequence: writer.checkpointSequence,
+            logBytesSinceCheckpoint: writer.logBytes, bytesReadAtOpen: openReport.bytesRead,
+            commitsReplayedAtOpen: openReport.replayedCommits, tornBytesDroppedAtOpen: openReport.tornBytes,
+            cacheHits: cache.hits, cacheMisses: cache.misses, cacheBytes: cache.bytes, cachedPages: cache.pages,
+            isPoisoned: writer.poisoned,
+            trees: snapshot.treeNames.map { Statistics.Tree(name: $0, entryCount: Int(snapshot.trees[$0]!.entryCount)) })
+    }
+
+    /// Walks every tree to report its shape and size, and the file's live and dead bytes.
+    /// Reads every page: O(file size).
+    public func analyzeSpace() throws -> SpaceReport {
+        let snapshot = try snapshot()
+        let store = snapshot.store
+        let writer = writerCounters()
+        var trees: [SpaceReport.Tree] = []
+        for name in snapshot.treeNames {
+            let state = snapshot.trees[name]!
+            var tree = SpaceReport.Tree(
+                name: name, entryCount: Int(state.entryCount), depth: 0, leafPages: 0, branchPages: 0, unwrittenNodes: 0,
+                storedBytes: 0, rawBytes: 0, overflowValues: 0, overflowStoredBytes: 0, overflowRawBytes: 0, fillFactor: 0)
+            var encodedBytes = 0
+            try TreeWalker.visit(state.root, store: store) { node, address, depth in
+                tree.depth = max(tree.depth, depth)
+                if let address { tree.storedBytes += UInt64(address.length) } else { tree.unwrittenNodes += 1 }
+                switch node {
+                case .leaf(let leaf):
+                    tree.leafPages += 1
+                    encodedBytes += leaf.pageBytes
+                    TreeWalker.overflowValues(of: leaf) { address, length in
+                        tree.overflowValues += 1
+                        tree.overflowStoredBytes += UInt64(address.length)
+                        tree.overflowRawBytes += UInt64(length)
+                    }
+                case .branch(let branch):
+                    tree.branchPages += 1
+                    encodedBytes += branch.pageBytes
+                }
+            }
+            tree.rawBytes = UInt64(encodedBytes)
+            let pages = tree.leafPages + tree.branchPages
+            tree.fillFactor = pages == 0 ? 0 : Double(encodedBytes) / Double(pages * store.limits.pageSize)
+            trees.append(tree)
+        }
+        return SpaceReport(fileSize: try store.file.size(), liveBytes: try liveBytes(store: store, writer: writer), trees: trees)
+    }
+
+    /// Header + the latest checkpoint frame and everything it references + the log after it.
+    private func liveBytes(store: PageStore, writer: (end: UInt64, logBytes: UInt64, sequence: UInt64, checkpointSequence: UInt64, checkpoint: FrameAddress?, poisoned: Bool)) throws -> UInt64 {
+        var live = FileHeader.dataStart + writer.logBytes
+        guard let checkpoint = writer.checkpoint else { return live }
+        live += UInt64(checkpoint.length)
+        let record = try Recovery.readCheckpoint(at: checkpoint, store: store)
+        for tree in record.trees {
+            try TreeWalker.visit(tree.root.map { .stored($0) }, store: store) { node, address, _ in
+                live += UInt64(address?.length ?? 0)
+                if case .leaf(let leaf) = node {
+                    TreeWalker.overflowValues(of: leaf) { address, _ in live += UInt64(address.length) }
+                }
+            }
+        }
+        return live
+    }
+}
