@@ -1,0 +1,69 @@
+import Foundation
+@testable import StrataEngine
+
+/// SplitMix64: a seeded generator, so every randomized test can be replayed from its seed.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Sizes of the sweeps and crash loops. CI runs the defaults; set STRATA_STRESS=1 for the
+/// large versions (README, "Running the large tests"), or a specific variable to override one.
+enum TestScale {
+    static var stress: Bool { ProcessInfo.processInfo.environment["STRATA_STRESS"] == "1" }
+
+    static func value(_ name: String, ci: Int, stress large: Int) -> Int {
+        if let text = ProcessInfo.processInfo.environment[name], let n = Int(text) { return n }
+        return stress ? large : ci
+    }
+
+    static var crashCycles: Int { value("STRATA_CRASH_CYCLES", ci: 50, stress: 500) }
+    static var powerLossPoints: Int { value("STRATA_POWER_LOSS_POINTS", ci: 3000, stress: 30000) }
+    static var randomTransactions: Int { value("STRATA_RANDOM_TRANSACTIONS", ci: 3000, stress: 50000) }
+    static var flipSamples: Int { value("STRATA_FLIP_SAMPLES", ci: 600, stress: 20000) }
+    static var bigTreeKeys: Int { value("STRATA_BIG_TREE_KEYS", ci: 1_000_000, stress: 5_000_000) }
+}
+
+/// A fresh directory under the system temporary directory, removed by `remove()`.
+struct TemporaryDirectory {
+    let path: String
+
+    init() {
+        path = NSTemporaryDirectory() + "strata-tests-" + UUID().uuidString
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    func file(_ name: String = "test.strata") -> String { path + "/" + name }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+extension Array where Element == UInt8 {
+    init(_ string: String) { self = Array(string.utf8) }
+}
+
+/// Every entry of a tree, in order.
+func allEntries(_ reader: some TreeReading, _ tree: String) throws -> [([UInt8], [UInt8])] {
+    var entries: [([UInt8], [UInt8])] = []
+    try reader.scan(tree) { key, value in
+        entries.append((Array(key), Array(value)))
+        return true
+    }
+    return entries
+}
+
+/// Options for tests: small pages and checkpoints so that splits, overflow values and
+/// checkpoints happen with little data.
+func smallOptions(pageSize: Int = 512, checkpointLogBytes: UInt64 = 1 << 40) -> Database.Options {
+    var options = Database.Options()
+    options.pageSize = pageSize
+    options.checkpointLogBytes = checkpointLogBytes
+    return options
+}
