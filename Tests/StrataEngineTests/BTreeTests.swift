@@ -1,0 +1,249 @@
+import Foundation
+import Testing
+@testable import StrataEngine
+
+@Suite("B-tree")
+struct BTreeTests {
+    func withDatabase(_ options: Database.Options = smallOptions(), _ body: (Database, SimulatedFileSystem) throws -> Void) throws {
+        let fs = SimulatedFileSystem()
+        let db = try Database(path: "/db", options: options, fileSystem: fs)
+        try body(db, fs)
+    }
+
+    func depth(_ db: Database, _ tree: String) throws -> Int {
+        try db.analyzeSpace().trees.first { $0.name == tree }!.depth
+    }
+
+    @Test("inserting past one page splits leaves and grows branches, keeping order")
+    func splits() throws {
+        try withDatabase { db, _ in
+            try db.write { tx in
+                try tx.createTree("t")
+                for i in (0 ..< 3000).shuffled(using: &SeededGenerator.shared) {
+                    try tx.put([UInt8](repeating: UInt8(i % 251), count: 20), forKey: Key(i).bytes, in: "t")
+                }
+            }
+            #expect(try depth(db, "t") >= 3)
+            let keys = try allEntries(db.snapshot(), "t").map(\.0)
+            #expect(keys == (0 ..< 3000).map { Key($0).bytes })
+            #expect(try db.snapshot().count(in: "t") == 3000)
+        }
+    }
+
+    @Test("deleting merges and rebalances nodes until the tree is empty")
+    func merges() throws {
+        try withDatabase { db, _ in
+            try db.write { tx in
+                try tx.createTree("t")
+                for i in 0 ..< 3000 { try tx.put([1, 2, 3], forKey: Key(i).bytes, in: "t") }
+            }
+            let tall = try depth(db, "t")
+            var remaining = Set(0 ..< 3000)
+            var rng = SeededGenerator(seed: 5)
+            for batch in Array(remaining).shuffled(using: &rng).chunked(300) {
+                try db.write { tx in
+                    for i in batch {
+                        let removed = try tx.delete(Key(i).bytes, in: "t")
+                        #expect(removed)
+                    }
+                }
+                remaining.subtract(batch)
+                let keys = try allEntries(db.snapshot(), "t").map(\.0)
+                #expect(keys == remaining.sorted().map { Key($0).bytes })
+                let space = try db.analyzeSpace().trees[0]
+                // No node stays nearly empty: merges keep the page count proportional.
+                if remaining.count > 100 { #expect(space.leafPages <= remaining.count * 13 / 100 + 2) }
+            }
+            #expect(try db.snapshot().count(in: "t") == 0)
+            #expect(try depth(db, "t") == 0)
+            #expect(tall >= 3)
+            let removedAgain = try db.write { tx in try tx.delete(Key(1).bytes, in: "t") }
+            #expect(!removedAgain)
+        }
+    }
+
+    @Test("keys up to the limit are stored; longer or empty keys are refused")
+    func largeKeys() throws {
+        try withDatabase { db, _ in
+            let limit = 512 / 4
+            try db.write { tx in
+                try tx.createTree("t")
+                for i in 0 ..< 200 {
+                    var key = [UInt8](repeating: UInt8(i % 256), count: limit)
+                    key[limit - 1] = UInt8(i / 256)
+                    key[0] = UInt8(i)
+                    try tx.put([UInt8(i)], forKey: key, in: "t")
+                }
+                #expect(throws: StrataError.keyTooLarge(size: limit + 1, limit: limit)) {
+                    try tx.put([1], forKey: [UInt8](repeating: 1, count: limit + 1), in: "t")
+                }
+                #expect(throws: StrataError.emptyKey) { try tx.put([1], forKey: [], in: "t") }
+            }
+            try db.checkpoint()
+            #expect(try db.snapshot().count(in: "t") == 200)
+            #expect(try depth(db, "t") >= 3)
+        }
+    }
+
+    @Test("large values move out of line at checkpoint and read back whole")
+    func largeValues() throws {
+        let fs = SimulatedFileSystem()
+        var db: Database? = try Database(path: "/db", options: smallOptions(), fileSystem: fs)
+        let sizes = [0, 1, 127, 128, 129, 1000, 70_000, 1 << 20]
+        try db!.write { tx in
+            try tx.createTree("blobs")
+            for (i, size) in sizes.enumerated() {
+                try tx.put((0 ..< size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) }, forKey: Key(i).bytes, in: "blobs")
+            }
+        }
+        try db!.close()
+        db = try Database(path: "/db", options: smallOptions(), fileSystem: fs)
+        let space = try db!.analyzeSpace().trees[0]
+        #expect(space.overflowValues == sizes.filter { $0 > 128 }.count)
+        for (i, size) in sizes.enumerated() {
+            let value = try db!.snapshot().get(Key(i).bytes, in: "blobs")
+            #expect(value == (0 ..< size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) })
+        }
+    }
+
+    @Test("cursors move forward and backward and seek with inclusive and exclusive bounds")
+    func cursors() throws {
+        try withDatabase { db, _ in
+            try db.write { tx in
+                try tx.createTree("t")
+                for i in stride(from: 0, to: 2000, by: 2) { try tx.put(Key(i).bytes, forKey: Key(i).bytes, in: "t") }
+            }
+            let snapshot = try db.snapshot()
+            let cursor = try snapshot.cursor("t")
+            #expect(try cursor.seek(to: Key(501).bytes))
+            #expect(cursor.key == Key(502).bytes)
+            #expect(try cursor.previous())
+            #expect(cursor.key == Key(500).bytes)
+            #expect(try cursor.seek(toLast: Key(501).bytes))
+            #expect(cursor.key == Key(500).bytes)
+            #expect(try cursor.seek(toLast: Key(500).bytes, inclusive: false))
+            #expect(cursor.key == Key(498).bytes)
+            #expect(try !cursor.seek(to: Key(5000).bytes))
+            #expect(try !cursor.seek(toLast: Key(-1).bytes))
+            #expect(try cursor.last())
+            var backward = 0
+            repeat { backward += 1 } while try cursor.previous()
+            #expect(backward == 1000)
+            #expect(!cursor.isValid)
+
+            func scan(_ range: KeyRange, reverse: Bool = false) throws -> [Int] {
+                var out: [Int] = []
+                try snapshot.scan("t", in: range, reverse: reverse) { key, _ in
+                    guard case .int(let v) = try Key(bytes: Array(key)).elements()[0] else { return false }
+                    out.append(Int(v))
+                    return true
+                }
+                return out
+            }
+            #expect(try scan(KeyRange(from: Key(10).bytes, to: Key(20).bytes)) == [10, 12, 14, 16, 18])
+            #expect(try scan(KeyRange(from: Key(10).bytes, through: Key(20).bytes)) == [10, 12, 14, 16, 18, 20])
+            #expect(try scan(KeyRange(lower: .excluded(Key(10).bytes), upper: .included(Key(14).bytes))) == [12, 14])
+            #expect(try scan(KeyRange(lower: .excluded(Key(10).bytes), upper: .included(Key(16).bytes)), reverse: true) == [16, 14, 12])
+            #expect(try scan(KeyRange(from: Key(9).bytes, to: Key(15).bytes), reverse: true) == [14, 12, 10])
+            #expect(try scan(.all).count == 1000)
+            #expect(try scan(.all, reverse: true) == Array(stride(from: 1998, through: 0, by: -2)))
+        }
+    }
+
+    @Test("prefix scans return exactly the keys that start with the prefix")
+    func prefixes() throws {
+        try withDatabase { db, _ in
+            let names = ["a", "ab", "abc", "abd", "b", "ba"]
+            try db.write { tx in
+                try tx.createTree("t")
+                for name in names { for n in 0 ..< 50 { try tx.put([], forKey: Key(name, n).bytes, in: "t") } }
+                try tx.put([], forKey: [0xFF, 0xFF], in: "t")
+                try tx.put([], forKey: [0xFF, 0xFF, 0x01], in: "t")
+            }
+            var count = 0
+            try db.snapshot().scan("t", in: .prefix(Key("ab").bytes)) { _, _ in count += 1; return true }
+            #expect(count == 50)
+            count = 0
+            try db.snapshot().scan("t", in: .prefix(Key().appendingStringPrefix("ab"))) { _, _ in count += 1; return true }
+            #expect(count == 150)
+            count = 0
+            try db.snapshot().scan("t", in: .prefix([0xFF, 0xFF])) { _, _ in count += 1; return true }
+            #expect(count == 2)
+        }
+    }
+
+    @Test("a cursor in a write transaction keeps its view while the transaction writes")
+    func cursorStableDuringWrites() throws {
+        try withDatabase { db, _ in
+            try db.write { tx in
+                try tx.createTree("t")
+                for i in 0 ..< 500 { try tx.put([1], forKey: Key(i).bytes, in: "t") }
+                let cursor = try tx.cursor("t")
+                var seen = 0
+                var more = try cursor.first()
+                while more {
+                    seen += 1
+                    try tx.delete(cursor.key, in: "t")
+                    try tx.put([2], forKey: Key(10_000 + seen).bytes, in: "t")
+                    more = try cursor.next()
+                }
+                #expect(seen == 500)
+                #expect(try tx.count(in: "t") == 500)
+            }
+        }
+    }
+
+    @Test("one million keys: insert, ordered iteration, random deletes")
+    func millionKeys() throws {
+        let n = TestScale.bigTreeKeys
+        var options = Database.Options()
+        options.durability = .relaxed
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let db = try Database(path: directory.file(), options: options)
+        var order = Array(0 ..< n)
+        var rng = SeededGenerator(seed: 77)
+        order.shuffle(using: &rng)
+        for chunk in order.chunked(100_000) {
+            try db.write { tx in
+                try tx.createTree("big", ifNotExists: true)
+                for i in chunk { try tx.put(Key(i &* 7).bytes, forKey: Key(i).bytes, in: "big") }
+            }
+        }
+        var expected = 0, mismatches = 0
+        try db.snapshot().scan("big") { key, value in
+            if !key.elementsEqual(Key(expected).bytes) || !value.elementsEqual(Key(expected &* 7).bytes) { mismatches += 1 }
+            expected += 1
+            return true
+        }
+        #expect(expected == n)
+        #expect(mismatches == 0)
+        let deleted = Set(order.prefix(n / 3))
+        try db.write { tx in for i in deleted { try tx.delete(Key(i).bytes, in: "big") } }
+        try db.close()
+        let reopened = try Database(path: directory.file(), options: options)
+        var remaining = 0, outOfOrder = 0
+        var previous: [UInt8] = []
+        try reopened.snapshot().scan("big") { key, _ in
+            if !previous.lexicographicallyPrecedes(key) { outOfOrder += 1 }
+            previous = Array(key)
+            remaining += 1
+            return true
+        }
+        #expect(outOfOrder == 0)
+        #expect(remaining == n - deleted.count)
+        for i in order.suffix(1000) { #expect(try reopened.snapshot().get(Key(i).bytes, in: "big") == Key(i &* 7).bytes) }
+        for i in deleted.prefix(1000) { #expect(try reopened.snapshot().get(Key(i).bytes, in: "big") == nil) }
+        try reopened.close()
+    }
+}
+
+extension SeededGenerator {
+    nonisolated(unsafe) static var shared = SeededGenerator(seed: 2024)
+}
+
+extension Array {
+    func chunked(_ size: Int) -> [ArraySlice<Element>] {
+        stride(from: 0, to: count, by: size).map { self[$0 ..< Swift.min($0 + size, count)] }
+    }
+}
