@@ -82,8 +82,9 @@ public final class Database: Sendable {
         self.path = path
         self.options = options
         self.fileSystem = fileSystem
-        if options.readOnly, !fileSystem.exists(path) {
-            throw StrataError.io(operation: "open", path: path, errno: ENOENT)
+        if !fileSystem.exists(path) {
+            if options.readOnly { throw StrataError.io(operation: "open", path: path, errno: ENOENT) }
+            try Recovery.create(path, fileSystem: fileSystem, pageSize: options.pageSize)
         }
         let file = try fileSystem.open(path, mode: options.readOnly ? .readOnly : .readWrite)
         if !options.readOnly {

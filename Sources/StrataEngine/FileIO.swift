@@ -38,6 +38,9 @@ protocol FileSystem: Sendable {
     func exists(_ path: String) -> Bool
     func remove(_ path: String) throws
     func rename(_ from: String, to: String) throws
+    /// Gives the file at `from` the additional name `to`, atomically, unless `to` exists;
+    /// returns false then.
+    func linkIfAbsent(_ from: String, to: String) throws -> Bool
     /// Makes a rename or create in the directory holding `path` durable.
     func syncDirectory(containing path: String) throws
 }
@@ -73,6 +76,12 @@ struct POSIXFileSystem: FileSystem {
 
     func rename(_ from: String, to: String) throws {
         guard Glibc.rename(from, to) == 0 else { throw StrataError.io(operation: "rename to \(to)", path: from, errno: errno) }
+    }
+
+    func linkIfAbsent(_ from: String, to: String) throws -> Bool {
+        if link(from, to) == 0 { return true }
+        if errno == EEXIST { return false }
+        throw StrataError.io(operation: "link to \(to)", path: from, errno: errno)
     }
 
     func syncDirectory(containing path: String) throws {

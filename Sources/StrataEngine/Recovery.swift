@@ -1,3 +1,5 @@
+import Foundation
+
 /// What opening a file established: the newest committed state and where to append.
 struct RecoveredState {
     var store: PageStore
@@ -28,6 +30,22 @@ enum Recovery {
         try file.sync()
     }
 
+    /// Creates a new, empty database file at `path` atomically: the header is written and
+    /// synced under a temporary name, then linked into place, so a crash never leaves a
+    /// half-written header behind and an existing file is never replaced.
+    static func create(_ path: String, fileSystem: any FileSystem, pageSize: Int) throws {
+        let temporary = path + ".creating-" + UUID().uuidString
+        let file = try fileSystem.open(temporary, mode: .readWrite)
+        defer {
+            file.close()
+            try? fileSystem.remove(temporary)
+        }
+        try initialize(file, pageSize: pageSize)
+        if try fileSystem.linkIfAbsent(temporary, to: path) {
+            try fileSystem.syncDirectory(containing: path)
+        }
+    }
+
     static func open(_ file: any StorageFile, options: Database.Options, owner: UInt64) throws -> RecoveredState {
         let path = file.path
         var size = try file.size()
@@ -46,15 +64,19 @@ enum Recovery {
         store.countRead(FileHeader.size)
         let slots = try FileHeader.slotOffsets.compactMap { offset in
             CheckpointSlot.decode(try store.readBytes(count: 64, at: offset), salt: header.salt)
-        }
-        guard let slot = slots.max(by: { $0.generation < $1.generation }) else {
+        }.sorted { $0.generation > $1.generation }
+        guard let newest = slots.first else {
             throw StrataError.corruption(path: path, offset: FileHeader.slotOffsets[0], reason: "both checkpoint slots fail their checksum")
         }
-
+        // A slot naming a checkpoint beyond the end of the file means the file was cut
+        // short after that checkpoint: use the older slot, or replay every frame from the
+        // start (always correct, as frames are only appended), and keep what remains.
+        let slot = slots.first { $0.checkpoint.map { $0.end <= size } ?? true }
         var state = RecoveredState(
-            store: store, trees: [:], sequence: slot.sequence, checkpoint: nil, checkpointSequence: slot.sequence,
-            slotGeneration: slot.generation, end: FileHeader.dataStart, tornBytes: 0, replayedCommits: 0)
-        if let address = slot.checkpoint {
+            store: store, trees: [:], sequence: slot?.sequence ?? 0, checkpoint: nil, checkpointSequence: slot?.sequence ?? 0,
+            slotGeneration: newest.generation, end: FileHeader.dataStart, tornBytes: 0, replayedCommits: 0)
+        var sequenceKnown = slot != nil
+        if let address = slot?.checkpoint {
             try adopt(try readCheckpoint(at: address, store: store), at: address, into: &state)
         }
         var changes = TreeChanges(trees: state.trees, mutator: TreeMutator(store: store, owner: owner))
@@ -78,19 +100,21 @@ enum Recovery {
             case .log:
                 let payload = try Frame.payload(of: frame.bytes, header: frame.header, offset: position, salt: header.salt, context: context)
                 let batch = try LogBatchReader.read(payload, context: context) { try changes.apply($0) }
-                guard batch.sequence == state.sequence + 1 else {
+                guard batch.sequence == state.sequence + 1 || !sequenceKnown && state.sequence == 0 else {
                     throw context.error("commit sequence \(batch.sequence) does not follow \(state.sequence)")
                 }
                 state.sequence = batch.sequence
+                sequenceKnown = true
                 state.replayedCommits += 1
             case .checkpoint:
                 let payload = try Frame.payload(of: frame.bytes, header: frame.header, offset: position, salt: header.salt, context: context)
                 let record = try CheckpointRecord.decode(payload, at: position, context: context)
-                guard record.sequence == state.sequence else {
+                guard record.sequence == state.sequence || !sequenceKnown else {
                     throw context.error("checkpoint of sequence \(record.sequence) found after commit \(state.sequence)")
                 }
                 try adopt(record, at: address, into: &state)
                 changes.trees = state.trees
+                sequenceKnown = true
             case .page, .value:
                 break
             }

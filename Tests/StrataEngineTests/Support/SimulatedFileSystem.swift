@@ -141,6 +141,15 @@ final class SimulatedFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
+    func linkIfAbsent(_ from: String, to: String) throws -> Bool {
+        try check(.sync, path: from)
+        return withLock {
+            guard inodes[to] == nil else { return false }
+            inodes[to] = inodes[from]
+            return true
+        }
+    }
+
     func syncDirectory(containing path: String) throws { try check(.sync, path: path) }
 }
 
