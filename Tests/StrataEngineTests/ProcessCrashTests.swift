@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+@testable import StrataEngine
+
+/// Real processes: a child commits numbered transactions and is killed with SIGKILL at
+/// random moments; a second process must not get the write lock.
+@Suite("Process crashes and locking", .serialized)
+struct ProcessCrashTests {
+    /// The helper executable, built beside the test bundle.
+    static var childPath: String {
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return executable.deletingLastPathComponent().appendingPathComponent("StrataCrashChild").path
+    }
+
+    /// Runs the child to completion and returns its stdout.
+    static func run(_ arguments: [String]) throws -> (output: String, status: Int32) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: childPath)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (String(decoding: data, as: UTF8.self), process.terminationStatus)
+    }
+
+    @Test("every acknowledged commit survives kill -9, and no partial commit is ever visible")
+    func killDuringCommits() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        var rng = SeededGenerator(seed: 31)
+        var acknowledgedTotal = 0
+        var previous = 0
+        for cycle in 0 ..< TestScale.crashCycles {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Self.childPath)
+            process.arguments = ["commit", path]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            usleep(UInt32.random(in: 20_000 ... 150_000, using: &rng))
+            kill(process.processIdentifier, SIGKILL)
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationReason == .uncaughtSignal, "cycle \(cycle): the child should die by SIGKILL")
+            let acknowledged = output.split(separator: "\n").compactMap { $0.hasPrefix("ok ") ? Int($0.dropFirst(3)) : nil }.last ?? previous
+
+            let verify = try Self.run(["verify", path])
+            #expect(verify.status == 0, "cycle \(cycle): \(verify.output)")
+            let present = Int(verify.output.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? -1
+            // Every acknowledged commit is there; at most the one in flight besides.
+            #expect(present >= acknowledged && present <= acknowledged + 1, "cycle \(cycle): acknowledged \(acknowledged), present \(present)")
+            acknowledgedTotal += acknowledged - previous
+            previous = present
+        }
+        #expect(acknowledgedTotal > TestScale.crashCycles, "the children should commit between kills")
+    }
+
+    @Test("a second process cannot open the file for writing while one holds it")
+    func secondWriterProcessIsLocked() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        let db = try Database(path: path)
+        #expect(try Self.run(["lock", path]).output == "locked\n")
+        try db.close()
+        #expect(try Self.run(["lock", path]).output == "opened\n")
+    }
+
+    @Test("a second handle in the same process gets a clear 'locked' error; read-only handles do not")
+    func secondWriterHandleIsLocked() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        let db = try Database(path: path)
+        try db.write { try $0.createTree("t") }
+        #expect(throws: StrataError.locked(path: path)) { try Database(path: path) }
+        let reader = try Database(path: path, options: Database.Options(readOnly: true))
+        #expect(try reader.snapshot().hasTree("t"))
+        #expect(throws: StrataError.readOnly(path: path)) { try reader.beginWrite() }
+        try db.close()
+        let again = try Database(path: path)
+        try again.close()
+        #expect(StrataError.locked(path: path).description.contains("database is locked"))
+    }
+}
