@@ -102,7 +102,7 @@ struct TreeMutator {
         switch (try store.resolve(parent.children[left]), try store.resolve(parent.children[right])) {
         case (.leaf(let l), .leaf(let r)):
             let merged = mutable(l)
-            merged.append(contentsOf: r, limits: limits)
+            merged.append(contentsOf: r)
             parent.children[left] = .leaf(merged)
             if merged.pageBytes <= limits.pageSize || merged.count < 2 {
                 parent.removeChild(at: right)

@@ -291,12 +291,30 @@ public final class Database: Sendable {
     }
 
     /// A consistent copy of the writer's counters (taken under the gate for writers).
-    func writerCounters() -> (end: UInt64, logBytes: UInt64, sequence: UInt64, checkpointSequence: UInt64, checkpoint: FrameAddress?, poisoned: Bool) {
-        let read = { (w: WriterState) in (w.end, w.logBytes, w.sequence, w.checkpointSequence, w.checkpoint, w.poison != nil) }
-        if isReadOnly { return read(writer) }
+    func writerCounters() -> WriterCounters {
+        if isReadOnly { return WriterCounters(writer) }
         gate.wait()
         defer { gate.signal() }
-        return read(writer)
+        return WriterCounters(writer)
+    }
+}
+
+/// A copy of the writer's position and sequences, for statistics.
+struct WriterCounters {
+    var end: UInt64
+    var logBytes: UInt64
+    var sequence: UInt64
+    var checkpointSequence: UInt64
+    var checkpoint: FrameAddress?
+    var poisoned: Bool
+
+    init(_ writer: WriterState) {
+        end = writer.end
+        logBytes = writer.logBytes
+        sequence = writer.sequence
+        checkpointSequence = writer.checkpointSequence
+        checkpoint = writer.checkpoint
+        poisoned = writer.poison != nil
     }
 }
 

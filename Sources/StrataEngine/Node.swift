@@ -234,7 +234,7 @@ final class LeafNode: @unchecked Sendable {
     }
 
     /// Appends all entries of `other`, whose keys are all greater.
-    func append(contentsOf other: LeafNode, limits: NodeLimits) {
+    func append(contentsOf other: LeafNode) {
         let base = UInt32(storage.count) - 1
         storage.append(contentsOf: other.storage[1...])
         starts.append(contentsOf: other.starts.map { $0 + base })
@@ -279,8 +279,7 @@ final class BranchNode: @unchecked Sendable {
     }
 
     func copy(owner: UInt64) -> BranchNode {
-        let b = BranchNode(owner: owner, keys: keys, children: children, pageBytes: pageBytes)
-        return b
+        BranchNode(owner: owner, keys: keys, children: children, pageBytes: pageBytes)
     }
 
     private init(owner: UInt64, keys: [[UInt8]], children: [NodeRef], pageBytes: Int) {

@@ -137,7 +137,7 @@ extension Database {
     }
 
     /// Header + the latest checkpoint frame and everything it references + the log after it.
-    private func liveBytes(store: PageStore, writer: (end: UInt64, logBytes: UInt64, sequence: UInt64, checkpointSequence: UInt64, checkpoint: FrameAddress?, poisoned: Bool)) throws -> UInt64 {
+    private func liveBytes(store: PageStore, writer: WriterCounters) throws -> UInt64 {
         var live = FileHeader.dataStart + writer.logBytes
         guard let checkpoint = writer.checkpoint else { return live }
         live += UInt64(checkpoint.length)
