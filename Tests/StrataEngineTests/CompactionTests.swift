@@ -67,7 +67,7 @@ struct CompactionTests {
             try tx.put([1], forKey: [1], in: "t")
         }
         try db.close()
-        FileManager.default.createFile(atPath: path + ".compact", contents: Data("half-written".utf8))
+        #expect(FileManager.default.createFile(atPath: path + ".compact", contents: Data("half-written".utf8)))
         let reopened = try Database(path: path)
         #expect(!FileManager.default.fileExists(atPath: path + ".compact"))
         #expect(try reopened.snapshot().get([1], in: "t") == [1])
