@@ -5,6 +5,8 @@ let package = Package(
     name: "Strata",
     products: [
         .library(name: "StrataEngine", targets: ["StrataEngine"]),
+        .library(name: "Strata", targets: ["Strata"]),
+        .library(name: "StrataConformance", targets: ["StrataConformance"]),
         .executable(name: "strata-demo", targets: ["StrataDemo"]),
     ],
     targets: [
@@ -14,10 +16,14 @@ let package = Package(
             providers: [.apt(["liblz4-dev"])]
         ),
         .target(name: "StrataEngine", dependencies: ["CLZ4"]),
+        .target(name: "Strata", dependencies: ["StrataEngine"]),
+        // The behaviour every Storage backend must have, for backends' own test targets.
+        .target(name: "StrataConformance", dependencies: ["Strata"]),
         .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine"]),
         // Child process driven by the crash and locking tests (kill -9, second writer).
         .executableTarget(name: "StrataCrashChild", dependencies: ["StrataEngine"]),
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataCrashChild"]),
+        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataConformance"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,62 @@
+import Foundation
+import StrataEngine
+
+/// What the file records about one collection (FORMAT.md, "Schema catalog"): stored as
+/// JSON in the `strata.catalog` tree under the collection's name, so any tool can read it.
+struct CatalogEntry: Codable, Sendable, Equatable {
+    struct Index: Codable, Sendable, Equatable {
+        var name: String
+        var fields: [String]
+        var unique: Bool
+    }
+
+    var version = 1
+    var collection: String
+    var modelType: String
+    /// The field table: a record's field id n is `fields[n]`.
+    var fields: [String]
+    var primaryKey: [String]
+    var indexes: [Index]
+    /// The next auto-assigned id, for auto-incrementing schemas.
+    var nextID: Int64?
+
+    static let tree = "strata.catalog"
+    static func recordsTree(_ collection: String) -> String { "c:" + collection }
+    static func indexTree(_ collection: String, _ index: String) -> String { "i:" + collection + ":" + index }
+
+    var recordsTree: String { Self.recordsTree(collection) }
+    func indexTree(_ index: String) -> String { Self.indexTree(collection, index) }
+
+    func encoded() throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Array(try encoder.encode(self))
+    }
+
+    static func load(_ collection: String, from reader: some TreeReading) throws -> CatalogEntry? {
+        guard reader.hasTree(tree), let bytes = try reader.get(Key(collection).bytes, in: tree) else { return nil }
+        do {
+            return try JSONDecoder().decode(CatalogEntry.self, from: Data(bytes))
+        } catch {
+            throw RecordError.corruptRecord(collection: collection, reason: "its catalog entry does not decode: \(error)")
+        }
+    }
+}
+
+/// A collection as a transaction sees it: its catalog entry with a ready field table.
+struct CollectionState: Sendable {
+    var entry: CatalogEntry
+    var fields: FieldTable
+
+    init(_ entry: CatalogEntry) {
+        self.entry = entry
+        self.fields = FieldTable(names: entry.fields)
+    }
+
+    /// The entry with the current field table.
+    var current: CatalogEntry {
+        var e = entry
+        e.fields = fields.names
+        return e
+    }
+}

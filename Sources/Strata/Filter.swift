@@ -1,0 +1,175 @@
+import Foundation
+import StrataEngine
+
+/// What the planner knows about a filter: conditions on single fields it may answer from a
+/// B-tree, combined with AND; anything else is `opaque` (evaluated on each record).
+indirect enum PlanTerm: @unchecked Sendable {
+    /// A condition on the field reached by the key path, as bounds on its key encoding.
+    case field(AnyKeyPath, FieldBounds)
+    case and([PlanTerm])
+    case opaque
+
+    /// The AND-ed field conditions, and whether anything else (OR, NOT, …) remains.
+    var conjuncts: (fields: [(AnyKeyPath, FieldBounds)], hasOpaque: Bool) {
+        switch self {
+        case .field(let path, let bounds): return ([(path, bounds)], false)
+        case .opaque: return ([], true)
+        case .and(let terms):
+            var fields: [(AnyKeyPath, FieldBounds)] = []
+            var opaque = false
+            for term in terms {
+                let inner = term.conjuncts
+                fields += inner.fields
+                opaque = opaque || inner.hasOpaque
+            }
+            return (fields, opaque)
+        }
+    }
+}
+
+/// Bounds on one field's key encoding (see `Key`): a range, a set of points, or a prefix.
+enum FieldBounds: Sendable, Equatable {
+    case range(lower: KeyRange.Bound, upper: KeyRange.Bound)
+    case points([[UInt8]])
+
+    static func comparison(_ op: PredicateExpressions.ComparisonOperator, _ value: [UInt8]) -> FieldBounds {
+        let after = KeyRange.prefixSuccessorOrMax(value)
+        switch op {
+        case .lessThan: return .range(lower: .unbounded, upper: .excluded(value))
+        case .lessThanOrEqual: return .range(lower: .unbounded, upper: after)
+        case .greaterThan: return .range(lower: after.asLower, upper: .unbounded)
+        case .greaterThanOrEqual: return .range(lower: .included(value), upper: .unbounded)
+        @unknown default: return .range(lower: .unbounded, upper: .unbounded)
+        }
+    }
+
+    static func prefix(_ bytes: [UInt8]) -> FieldBounds {
+        .range(lower: .included(bytes), upper: KeyRange.prefixSuccessorOrMax(bytes))
+    }
+}
+
+extension KeyRange {
+    /// The exclusive upper bound of every key starting with `prefix`.
+    static func prefixSuccessorOrMax(_ prefix: [UInt8]) -> Bound {
+        KeyRange.prefix(prefix).upper
+    }
+}
+
+extension KeyRange.Bound {
+    /// An exclusive upper bound reused as the lower bound just above the same keys.
+    var asLower: KeyRange.Bound {
+        switch self {
+        case .excluded(let key): return .included(key)
+        case .unbounded: return .excluded([0xFF, 0xFF, 0xFF, 0xFF])
+        case .included(let key): return .excluded(key)
+        }
+    }
+}
+
+/// A condition on a model, built from key paths (GRDB/SwiftData style) or combined with
+/// `&&`, `||` and `!`. Conditions on the primary key or an indexed field are answered from
+/// the B-tree; the rest is checked on each record.
+///
+/// ```swift
+/// User.filter(\.age >= 18 && \.name != "root")
+/// User.filter(.in(\.country, ["FR", "DE"]))
+/// User.filter(.between(\.age, 30 ... 40)).sorted(by: \.name)
+/// ```
+public struct Filter<M>: @unchecked Sendable {
+    let evaluate: (M) -> Bool
+    let plan: PlanTerm
+
+    init(plan: PlanTerm, evaluate: @escaping (M) -> Bool) {
+        self.plan = plan
+        self.evaluate = evaluate
+    }
+
+    public static func && (a: Filter, b: Filter) -> Filter {
+        Filter(plan: .and([a.plan, b.plan])) { a.evaluate($0) && b.evaluate($0) }
+    }
+
+    public static func || (a: Filter, b: Filter) -> Filter {
+        Filter(plan: .opaque) { a.evaluate($0) || b.evaluate($0) }
+    }
+
+    public static prefix func ! (a: Filter) -> Filter {
+        Filter(plan: .opaque) { !a.evaluate($0) }
+    }
+
+    /// The field is one of `values`.
+    public static func `in`<V: KeyComponent & Equatable>(_ keyPath: KeyPath<M, V>, _ values: [V]) -> Filter {
+        Filter(plan: .field(keyPath, .points(values.map { Key($0).bytes }))) { values.contains($0[keyPath: keyPath]) }
+    }
+
+    /// The field is none of `values`.
+    public static func notIn<V: KeyComponent & Equatable>(_ keyPath: KeyPath<M, V>, _ values: [V]) -> Filter {
+        Filter(plan: .opaque) { !values.contains($0[keyPath: keyPath]) }
+    }
+
+    /// `range.lowerBound <= field <= range.upperBound`.
+    public static func between<V: KeyComponent & Comparable>(_ keyPath: KeyPath<M, V>, _ range: ClosedRange<V>) -> Filter {
+        let lower = Key(range.lowerBound).bytes, upper = Key(range.upperBound).bytes
+        return Filter(plan: .field(keyPath, .range(lower: .included(lower), upper: KeyRange.prefixSuccessorOrMax(upper)))) {
+            range.contains($0[keyPath: keyPath])
+        }
+    }
+
+    /// `range.lowerBound <= field < range.upperBound`.
+    public static func between<V: KeyComponent & Comparable>(_ keyPath: KeyPath<M, V>, _ range: Range<V>) -> Filter {
+        Filter(plan: .field(keyPath, .range(lower: .included(Key(range.lowerBound).bytes), upper: .excluded(Key(range.upperBound).bytes)))) {
+            range.contains($0[keyPath: keyPath])
+        }
+    }
+
+    /// The string field starts with `prefix`.
+    public static func hasPrefix(_ keyPath: KeyPath<M, String>, _ prefix: String) -> Filter {
+        Filter(plan: .field(keyPath, .prefix(Key().appendingStringPrefix(prefix)))) { $0[keyPath: keyPath].hasPrefix(prefix) }
+    }
+
+    /// The string field contains `substring`.
+    public static func contains(_ keyPath: KeyPath<M, String>, _ substring: String) -> Filter {
+        Filter(plan: .opaque) { $0[keyPath: keyPath].contains(substring) }
+    }
+
+    /// The optional field is nil.
+    public static func isNil<V>(_ keyPath: KeyPath<M, V?>) -> Filter {
+        Filter(plan: .opaque) { $0[keyPath: keyPath] == nil }
+    }
+
+    /// The optional field is not nil.
+    public static func isNotNil<V>(_ keyPath: KeyPath<M, V?>) -> Filter {
+        Filter(plan: .opaque) { $0[keyPath: keyPath] != nil }
+    }
+
+    /// A condition the planner cannot use, checked on each record.
+    public static func matching(_ test: @escaping @Sendable (M) -> Bool) -> Filter {
+        Filter(plan: .opaque, evaluate: test)
+    }
+
+    static func compare<V: KeyComponent & Comparable>(_ keyPath: KeyPath<M, V>, _ op: PredicateExpressions.ComparisonOperator, _ value: V) -> Filter {
+        let bounds = FieldBounds.comparison(op, Key(value).bytes)
+        return Filter(plan: .field(keyPath, bounds)) { model in
+            let field = model[keyPath: keyPath]
+            switch op {
+            case .lessThan: return field < value
+            case .lessThanOrEqual: return field <= value
+            case .greaterThan: return field > value
+            case .greaterThanOrEqual: return field >= value
+            @unknown default: return false
+            }
+        }
+    }
+}
+
+public func == <M, V: KeyComponent & Equatable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> {
+    Filter(plan: .field(keyPath, .points([Key(value).bytes]))) { $0[keyPath: keyPath] == value }
+}
+
+public func != <M, V: KeyComponent & Equatable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> {
+    Filter(plan: .opaque) { $0[keyPath: keyPath] != value }
+}
+
+public func < <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> { .compare(keyPath, .lessThan, value) }
+public func <= <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> { .compare(keyPath, .lessThanOrEqual, value) }
+public func > <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> { .compare(keyPath, .greaterThan, value) }
+public func >= <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> { .compare(keyPath, .greaterThanOrEqual, value) }

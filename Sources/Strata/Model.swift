@@ -1,0 +1,151 @@
+import Foundation
+import StrataEngine
+
+/// A value type stored in a collection: `Codable`, `Sendable`, with a schema naming its
+/// primary key and indexes.
+///
+/// ```swift
+/// struct User: Model {
+///     var id: Int64
+///     var name: String
+///     var email: String
+///     var age: Int
+///
+///     static let schema = Schema<User>(primaryKey: \.id, indexes: [
+///         .index(\.age),
+///         .unique(\.email),
+///     ])
+/// }
+/// ```
+///
+/// Key paths are mapped to stored fields by reflection on the key path (its description,
+/// `\User.age`), not by a macro: declaring the schema with ordinary key paths needs no
+/// compiler plugin, no swift-syntax dependency and no build-time cost, and `#Predicate`
+/// key paths compare equal to the schema's, which is all the planner needs.
+public protocol Model: Codable, Sendable {
+    /// The collection's name in the file. Defaults to the type's name.
+    static var collectionName: String { get }
+    static var schema: Schema<Self> { get }
+}
+
+extension Model {
+    public static var collectionName: String { String(describing: Self.self) }
+
+    /// A query over this model's collection.
+    public static func query() -> Query<Self> { Query() }
+
+    /// `query().filter(filter)`.
+    public static func filter(_ filter: Filter<Self>) -> Query<Self> { Query().filter(filter) }
+
+    /// `query().filter(predicate)`.
+    public static func filter(_ predicate: Predicate<Self>) -> Query<Self> { Query().filter(predicate) }
+}
+
+/// One stored field reached by a key path: how to read it into a key, and its name.
+public struct FieldPath<M>: @unchecked Sendable, Hashable, CustomStringConvertible {
+    /// The dotted property path, e.g. `age` or `address.city`.
+    public let name: String
+    let keyPath: PartialKeyPath<M>
+    let appendKey: (M, inout Key) -> Void
+
+    public init<V: KeyComponent>(_ keyPath: KeyPath<M, V>, name: String? = nil) {
+        self.keyPath = keyPath
+        self.name = name ?? Self.propertyName(of: keyPath)
+        self.appendKey = { model, key in key.append(model[keyPath: keyPath]) }
+    }
+
+    /// `\User.address.city` → `address.city`. When reflection metadata is stripped the
+    /// description is not a path; pass `name:` explicitly then.
+    static func propertyName(of keyPath: AnyKeyPath) -> String {
+        let description = String(describing: keyPath)
+        let prefix = "\\" + String(describing: M.self) + "."
+        return description.hasPrefix(prefix) ? String(description.dropFirst(prefix.count)) : description
+    }
+
+    public var description: String { name }
+    public static func == (a: Self, b: Self) -> Bool { a.keyPath == b.keyPath }
+    public func hash(into hasher: inout Hasher) { hasher.combine(keyPath) }
+}
+
+/// A secondary index over one field or a tuple of fields; unique or not.
+public struct IndexDefinition<M>: Sendable, Equatable {
+    public let name: String
+    public let fields: [FieldPath<M>]
+    public let isUnique: Bool
+
+    /// An index on one or more fields, e.g. `.index(\.age)` or `.index(\.lastName, \.firstName)`.
+    public static func index<each V: KeyComponent>(_ keyPath: repeat KeyPath<M, each V>, name: String? = nil) -> Self {
+        make(repeat each keyPath, name: name, unique: false)
+    }
+
+    /// An index whose key (the field values together) no two records may share.
+    public static func unique<each V: KeyComponent>(_ keyPath: repeat KeyPath<M, each V>, name: String? = nil) -> Self {
+        make(repeat each keyPath, name: name, unique: true)
+    }
+
+    private static func make<each V: KeyComponent>(_ keyPath: repeat KeyPath<M, each V>, name: String?, unique: Bool) -> Self {
+        var fields: [FieldPath<M>] = []
+        for path in repeat each keyPath { fields.append(FieldPath(path)) }
+        // A closure, not `\.name`: a key-path literal in a parameter-pack generic context
+        // fails to demangle at run time (Swift 6.3).
+        return IndexDefinition(name: name ?? fields.map { $0.name }.joined(separator: "+"), fields: fields, isUnique: unique)
+    }
+
+    /// The index key of `model`: its field values, in order.
+    func key(of model: M) -> Key {
+        var key = Key()
+        for field in fields { field.appendKey(model, &key) }
+        return key
+    }
+}
+
+/// How a model is stored: its primary key (one field or several), its indexes, and
+/// optionally an auto-assigned integer id.
+public struct Schema<M: Model>: Sendable {
+    public let primaryKey: [FieldPath<M>]
+    public let indexes: [IndexDefinition<M>]
+    let autoIncrement: AutoIncrement<M>?
+
+    /// A schema with a primary key of one or more fields.
+    ///
+    /// ```swift
+    /// Schema<Order>(primaryKey: \.customerId, \.number, indexes: [.index(\.placedAt)])
+    /// ```
+    public init<each V: KeyComponent>(primaryKey: repeat KeyPath<M, each V>, indexes: [IndexDefinition<M>] = []) {
+        var fields: [FieldPath<M>] = []
+        for path in repeat each primaryKey { fields.append(FieldPath(path)) }
+        self.primaryKey = fields
+        self.indexes = indexes
+        self.autoIncrement = nil
+    }
+
+    /// A schema whose integer primary key is assigned on `create` when it is 0: ids are
+    /// unique and increasing, never reused, across reopens and deletes.
+    public static func autoIncrementing(_ id: WritableKeyPath<M, Int64>, indexes: [IndexDefinition<M>] = []) -> Schema {
+        Schema(primaryKey: [FieldPath(id)], indexes: indexes, autoIncrement: AutoIncrement(get: { $0[keyPath: id] }, set: { $0[keyPath: id] = $1 }))
+    }
+
+    /// `autoIncrementing` for an `Int` id.
+    public static func autoIncrementing(_ id: WritableKeyPath<M, Int>, indexes: [IndexDefinition<M>] = []) -> Schema {
+        Schema(primaryKey: [FieldPath(id)], indexes: indexes, autoIncrement: AutoIncrement(get: { Int64($0[keyPath: id]) }, set: { $0[keyPath: id] = Int($1) }))
+    }
+
+    private init(primaryKey: [FieldPath<M>], indexes: [IndexDefinition<M>], autoIncrement: AutoIncrement<M>?) {
+        self.primaryKey = primaryKey
+        self.indexes = indexes
+        self.autoIncrement = autoIncrement
+    }
+
+    /// The primary key of `model`, encoded.
+    func primaryKey(of model: M) -> Key {
+        var key = Key()
+        for field in primaryKey { field.appendKey(model, &key) }
+        return key
+    }
+}
+
+/// Reads and assigns an auto-incremented id.
+struct AutoIncrement<M>: @unchecked Sendable {
+    let get: (M) -> Int64
+    let set: (inout M, Int64) -> Void
+}

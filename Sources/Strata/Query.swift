@@ -1,0 +1,148 @@
+import Foundation
+import StrataEngine
+
+/// A description of which models to read: filters (key-path `Filter`s and `#Predicate`s,
+/// all of which must hold), sort order, limit and offset. Queries are values; run them
+/// with a `Storage` (`read`, `count`, `erase`, `explain`).
+///
+/// ```swift
+/// let adults = User.query()
+///     .filter(\.age >= 18)
+///     .filter(#Predicate { $0.name.starts(with: "A") })
+///     .sorted(by: \.name)
+///     .limit(20)
+/// let page = try storage.read(adults)
+/// ```
+public struct Query<M: Model>: Sendable {
+    var filters: [Filter<M>] = []
+    var predicates: [Predicate<M>] = []
+    var sortKeys: [SortKey<M>] = []
+    public private(set) var limit: Int?
+    public private(set) var offset = 0
+
+    public init(_ type: M.Type = M.self) {}
+
+    public func filter(_ filter: Filter<M>) -> Query {
+        var copy = self
+        copy.filters.append(filter)
+        return copy
+    }
+
+    public func filter(_ predicate: Predicate<M>) -> Query {
+        var copy = self
+        copy.predicates.append(predicate)
+        return copy
+    }
+
+    /// Sorts by a field; further calls add tie-breakers.
+    public func sorted<V: Comparable>(by keyPath: KeyPath<M, V> & Sendable, ascending: Bool = true) -> Query {
+        var copy = self
+        copy.sortKeys.append(SortKey(keyPath: keyPath, ascending: ascending) { a, b in
+            let x = a[keyPath: keyPath], y = b[keyPath: keyPath]
+            return x < y ? .orderedAscending : x == y ? .orderedSame : .orderedDescending
+        })
+        return copy
+    }
+
+    /// Sorts with Foundation's `SortDescriptor`.
+    public func sorted(by descriptor: SortDescriptor<M>) -> Query {
+        var copy = self
+        copy.sortKeys.append(SortKey(keyPath: nil, ascending: true) { descriptor.compare($0, $1) })
+        return copy
+    }
+
+    public func limit(_ count: Int) -> Query {
+        var copy = self
+        copy.limit = max(0, count)
+        return copy
+    }
+
+    public func offset(_ count: Int) -> Query {
+        var copy = self
+        copy.offset = max(0, count)
+        return copy
+    }
+
+    var hasConditions: Bool { !filters.isEmpty || !predicates.isEmpty }
+
+    /// Whether `model` satisfies every filter and predicate.
+    func matches(_ model: M) throws -> Bool {
+        for filter in filters where !filter.evaluate(model) { return false }
+        for predicate in predicates where try !predicate.evaluate(model) { return false }
+        return true
+    }
+
+    var planTerm: PlanTerm {
+        .and(filters.map(\.plan) + predicates.map(PredicateAnalysis.plan))
+    }
+
+    /// Orders `models` by the sort keys (stable).
+    func sort(_ models: inout [M]) {
+        guard !sortKeys.isEmpty else { return }
+        let keys = sortKeys
+        let indexed = models.enumerated().sorted { a, b in
+            for key in keys {
+                let result = key.compare(a.element, b.element)
+                if result != .orderedSame { return (result == .orderedAscending) == key.ascending }
+            }
+            return a.offset < b.offset
+        }
+        models = indexed.map(\.element)
+    }
+
+    /// Applies offset and limit to a sorted result.
+    func window<T>(_ results: [T]) -> ArraySlice<T> {
+        let start = min(offset, results.count)
+        let end = limit.map { min(start + $0, results.count) } ?? results.count
+        return results[start ..< end]
+    }
+
+    /// How many matching records are needed before sorting can be skipped and reading can stop.
+    var needed: Int? { limit.map { offset + $0 } }
+}
+
+struct SortKey<M>: @unchecked Sendable {
+    /// The field, when sorting by a key path (the planner may then use an index's order).
+    let keyPath: AnyKeyPath?
+    let ascending: Bool
+    let compare: (M, M) -> ComparisonResult
+}
+
+/// The access path chosen for a query, as returned by `explain`: which tree is read and how,
+/// whether records are filtered after reading, sorted in memory, and read only in part.
+public struct QueryPlan: Sendable, Equatable, CustomStringConvertible {
+    public enum Access: Sendable, Equatable {
+        /// Every record of the collection.
+        case fullScan
+        /// A range of the primary-key tree.
+        case primaryKeyRange
+        /// Point lookups in the primary-key tree (`==`, `IN`).
+        case primaryKeyPoints(count: Int)
+        /// A range of the named index.
+        case indexRange(index: String)
+        /// Point lookups in the named index (`==`, `IN`).
+        case indexPoints(index: String, count: Int)
+        /// The named index walked in order, to return records sorted without sorting them.
+        case indexOrder(index: String, descending: Bool)
+    }
+
+    public var collection: String
+    public var access: Access
+    /// The range read, as decoded keys (nil for point lookups and full scans).
+    public var range: String?
+    /// Records read are checked against conditions the access path does not answer.
+    public var residualFilter: Bool
+    /// Results are sorted after reading.
+    public var sortsInMemory: Bool
+    /// Reading stops after this many matches (limit + offset), when no sort is needed.
+    public var stopsAfter: Int?
+
+    public var description: String {
+        var parts = ["\(collection): \(access)"]
+        if let range { parts.append("range \(range)") }
+        if residualFilter { parts.append("then filter") }
+        if sortsInMemory { parts.append("then sort") }
+        if let stopsAfter { parts.append("stop after \(stopsAfter)") }
+        return parts.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,435 @@
+import Foundation
+
+/// Decodes Strata's binary records into `Decodable` values, reading in place.
+///
+/// Schema evolution: a field the record lacks decodes as nil when optional, and as its
+/// type's zero value (0, "", false, empty collection, a struct of zero values) otherwise;
+/// fields the model no longer has are ignored; a field stored with a different type fails
+/// with `RecordError.typeMismatch` naming the collection, field and both types.
+public enum RecordDecoder {
+    public static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], fields: FieldTable, collection: String) throws -> T {
+        try bytes.withUnsafeBytes { try decode(type, from: $0, fields: fields, collection: collection) }
+    }
+
+    public static func decode<T: Decodable>(_ type: T.Type, from buffer: UnsafeRawBufferPointer, fields: FieldTable, collection: String) throws -> T {
+        let context = DecodingContext(buffer: buffer, fields: fields, collection: collection)
+        guard !buffer.isEmpty else { throw context.corrupt("empty record") }
+        return try context.decode(type, at: 0, parent: nil, key: nil)
+    }
+}
+
+final class DecodingContext {
+    let buffer: UnsafeRawBufferPointer
+    let fields: FieldTable
+    let collection: String
+
+    init(buffer: UnsafeRawBufferPointer, fields: FieldTable, collection: String) {
+        self.buffer = buffer
+        self.fields = fields
+        self.collection = collection
+    }
+
+    func corrupt(_ reason: String) -> RecordError { .corruptRecord(collection: collection, reason: reason) }
+
+    // MARK: Reading primitives
+
+    func tag(at position: Int) throws -> RecordTag {
+        guard position < buffer.count else { throw corrupt("value runs past the end") }
+        guard let tag = RecordTag(rawValue: buffer[position]) else { throw corrupt("unknown type tag \(buffer[position]) at byte \(position)") }
+        return tag
+    }
+
+    func varint(at position: inout Int) throws -> UInt64 {
+        var result: UInt64 = 0, shift: UInt64 = 0
+        while true {
+            guard position < buffer.count else { throw corrupt("varint runs past the end") }
+            let byte = buffer[position]
+            position += 1
+            result |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 { return result }
+            shift += 7
+            if shift > 63 { throw corrupt("varint longer than 10 bytes") }
+        }
+    }
+
+    func fixed<T: FixedWidthInteger>(_ type: T.Type, at position: Int) throws -> T {
+        guard position + MemoryLayout<T>.size <= buffer.count else { throw corrupt("value runs past the end") }
+        return T(littleEndian: buffer.loadUnaligned(fromByteOffset: position, as: T.self))
+    }
+
+    /// The bytes of a length-prefixed payload starting at `position`.
+    func lengthPrefixed(at position: Int) throws -> (UnsafeRawBufferPointer, end: Int) {
+        var p = position
+        let length = try varint(at: &p)
+        guard length <= UInt64(buffer.count - p) else { throw corrupt("length \(length) runs past the end") }
+        let end = p + Int(length)
+        return (UnsafeRawBufferPointer(rebasing: buffer[p ..< end]), end)
+    }
+
+    func string(at position: Int) throws -> (String, end: Int) {
+        let (bytes, end) = try lengthPrefixed(at: position)
+        guard let s = String(validating: bytes, as: UTF8.self) else { throw corrupt("string is not UTF-8") }
+        return (s, end)
+    }
+
+    /// The position just past the value starting at `position`.
+    func skip(at position: Int) throws -> Int {
+        var p = position + 1
+        switch try tag(at: position) {
+        case .null: return p
+        case .bool: return p + 1
+        case .int, .uint: _ = try varint(at: &p); return p
+        case .double, .date: return p + 8
+        case .float: return p + 4
+        case .uuid: return p + 16
+        case .string, .bytes, .url, .decimal: return try lengthPrefixed(at: p).end
+        case .keyed:
+            let count = try varint(at: &p)
+            for _ in 0 ..< count {
+                _ = try varint(at: &p)
+                p = try skip(at: p)
+            }
+            return p
+        case .unkeyed:
+            let count = try varint(at: &p)
+            for _ in 0 ..< count { p = try skip(at: p) }
+            return p
+        case .map:
+            let count = try varint(at: &p)
+            for _ in 0 ..< count {
+                p = try lengthPrefixed(at: p).end
+                p = try skip(at: p)
+            }
+            return p
+        }
+    }
+
+    // MARK: Typed reads
+
+    static func path(_ parent: ValueDecoder?, _ key: CodingKey?) -> String {
+        var keys = parent?.codingPath ?? []
+        if let key { keys.append(key) }
+        let path = keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        return path.isEmpty ? "(record)" : path
+    }
+
+    func mismatch(_ stored: RecordTag, expected: Any.Type, parent: ValueDecoder?, key: CodingKey?) -> RecordError {
+        .typeMismatch(collection: collection, field: Self.path(parent, key), stored: stored.description, expected: "\(expected)")
+    }
+
+    func integer<T: FixedWidthInteger>(_ type: T.Type, at position: Int, parent: ValueDecoder?, key: CodingKey?) throws -> T {
+        var p = position + 1
+        let stored = try tag(at: position)
+        let value: T?
+        switch stored {
+        case .int: value = T(exactly: RecordBytes.unzigzag(try varint(at: &p)))
+        case .uint: value = T(exactly: try varint(at: &p))
+        default: throw mismatch(stored, expected: type, parent: parent, key: key)
+        }
+        guard let value else {
+            throw RecordError.typeMismatch(collection: collection, field: Self.path(parent, key), stored: "an integer out of range", expected: "\(type)")
+        }
+        return value
+    }
+
+    func double(at position: Int, parent: ValueDecoder?, key: CodingKey?) throws -> Double {
+        let stored = try tag(at: position)
+        switch stored {
+        case .double: return Double(bitPattern: try fixed(UInt64.self, at: position + 1))
+        case .float: return Double(Float(bitPattern: try fixed(UInt32.self, at: position + 1)))
+        default: throw mismatch(stored, expected: Double.self, parent: parent, key: key)
+        }
+    }
+
+    func bool(at position: Int, parent: ValueDecoder?, key: CodingKey?) throws -> Bool {
+        let stored = try tag(at: position)
+        guard stored == .bool else { throw mismatch(stored, expected: Bool.self, parent: parent, key: key) }
+        guard position + 1 < buffer.count else { throw corrupt("value runs past the end") }
+        return buffer[position + 1] != 0
+    }
+
+    func string(at position: Int, parent: ValueDecoder?, key: CodingKey?) throws -> String {
+        let stored = try tag(at: position)
+        guard stored == .string else { throw mismatch(stored, expected: String.self, parent: parent, key: key) }
+        return try string(at: position + 1).0
+    }
+
+    /// Decodes any value at `position`, or the zero value of `type` when `position` is nil
+    /// (the field is absent from the record).
+    func decode<T: Decodable>(_ type: T.Type, at position: Int?, parent: ValueDecoder?, key: CodingKey?) throws -> T {
+        guard let position else { return try zeroValue(type, parent: parent, key: key) }
+        switch type {
+        case is String.Type: return try string(at: position, parent: parent, key: key) as! T
+        case is Double.Type: return try double(at: position, parent: parent, key: key) as! T
+        case is Int.Type: return try integer(Int.self, at: position, parent: parent, key: key) as! T
+        case is Int64.Type: return try integer(Int64.self, at: position, parent: parent, key: key) as! T
+        case is Bool.Type: return try bool(at: position, parent: parent, key: key) as! T
+        case is Date.Type:
+            let stored = try tag(at: position)
+            guard stored == .date || stored == .double else { throw mismatch(stored, expected: type, parent: parent, key: key) }
+            return Date(timeIntervalSince1970: Double(bitPattern: try fixed(UInt64.self, at: position + 1))) as! T
+        case is UUID.Type:
+            let stored = try tag(at: position)
+            guard stored == .uuid else { throw mismatch(stored, expected: type, parent: parent, key: key) }
+            guard position + 17 <= buffer.count else { throw corrupt("UUID runs past the end") }
+            var uuid = UUID().uuid
+            withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[position + 1 ..< position + 17])) }
+            return UUID(uuid: uuid) as! T
+        case is Data.Type:
+            let stored = try tag(at: position)
+            guard stored == .bytes else { throw mismatch(stored, expected: type, parent: parent, key: key) }
+            return Data(try lengthPrefixed(at: position + 1).0) as! T
+        case is URL.Type:
+            let stored = try tag(at: position)
+            guard stored == .url || stored == .string else { throw mismatch(stored, expected: type, parent: parent, key: key) }
+            let text = try string(at: position + 1).0
+            guard let url = URL(string: text) else { throw corrupt("'\(text)' is not a URL") }
+            return url as! T
+        case is Decimal.Type:
+            let stored = try tag(at: position)
+            guard stored == .decimal else { throw mismatch(stored, expected: type, parent: parent, key: key) }
+            let text = try string(at: position + 1).0
+            guard let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else { throw corrupt("'\(text)' is not a Decimal") }
+            return decimal as! T
+        default:
+            return try T(from: ValueDecoder(context: self, position: position, parent: parent, key: key))
+        }
+    }
+
+    func zeroValue<T: Decodable>(_ type: T.Type, parent: ValueDecoder?, key: CodingKey?) throws -> T {
+        switch type {
+        case is String.Type: return "" as! T
+        case is Bool.Type: return false as! T
+        case is Double.Type: return 0.0 as! T
+        case is Float.Type: return Float(0) as! T
+        case is Int.Type: return 0 as! T
+        case is Int64.Type: return Int64(0) as! T
+        case is Date.Type, is UUID.Type, is URL.Type:
+            throw RecordError.missingField(collection: collection, field: Self.path(parent, key), expected: "\(type)")
+        case is Data.Type: return Data() as! T
+        case is Decimal.Type: return Decimal(0) as! T
+        default:
+            do {
+                return try T(from: ValueDecoder(context: self, position: nil, parent: parent, key: key))
+            } catch let error as RecordError {
+                throw error
+            } catch {
+                throw RecordError.missingField(collection: collection, field: Self.path(parent, key), expected: "\(type)")
+            }
+        }
+    }
+}
+
+/// A decoder positioned at one value (or at an absent one, `position == nil`).
+final class ValueDecoder: Decoder {
+    let context: DecodingContext
+    let position: Int?
+    let parent: ValueDecoder?
+    let key: CodingKey?
+
+    init(context: DecodingContext, position: Int?, parent: ValueDecoder?, key: CodingKey?) {
+        self.context = context
+        self.position = position
+        self.parent = parent
+        self.key = key
+    }
+
+    var codingPath: [CodingKey] {
+        var path = parent?.codingPath ?? []
+        if let key { path.append(key) }
+        return path
+    }
+
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        KeyedDecodingContainer(try KeyedRecordDecodingContainer<Key>(decoder: self))
+    }
+
+    func unkeyedContainer() throws -> UnkeyedDecodingContainer { try UnkeyedRecordDecodingContainer(decoder: self) }
+
+    func singleValueContainer() throws -> SingleValueDecodingContainer { SingleValueRecordDecodingContainer(decoder: self) }
+}
+
+struct KeyedRecordDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let decoder: ValueDecoder
+    /// Field id and value position, for struct records.
+    private var fields: [(id: UInt32, position: Int)] = []
+    /// Key and value position, for dictionaries.
+    private var entries: [(key: String, position: Int)] = []
+    private let isMap: Bool
+
+    init(decoder: ValueDecoder) throws {
+        self.decoder = decoder
+        let context = decoder.context
+        guard let start = decoder.position else {
+            isMap = false
+            return
+        }
+        let tag = try context.tag(at: start)
+        var p = start + 1
+        switch tag {
+        case .keyed:
+            isMap = false
+            let count = try context.varint(at: &p)
+            fields.reserveCapacity(Int(min(count, 64)))
+            for _ in 0 ..< count {
+                let id = try context.varint(at: &p)
+                fields.append((UInt32(truncatingIfNeeded: id), p))
+                p = try context.skip(at: p)
+            }
+        case .map:
+            isMap = true
+            let count = try context.varint(at: &p)
+            for _ in 0 ..< count {
+                let (key, end) = try context.string(at: p)
+                entries.append((key, end))
+                p = try context.skip(at: end)
+            }
+        default:
+            throw RecordError.typeMismatch(collection: context.collection, field: DecodingContext.path(decoder.parent, decoder.key), stored: tag.description, expected: "a struct or dictionary")
+        }
+    }
+
+    var codingPath: [CodingKey] { decoder.codingPath }
+
+    var allKeys: [Key] {
+        if isMap { return entries.compactMap { Key(stringValue: $0.key) } }
+        return fields.compactMap { decoder.context.fields.name(of: $0.id).flatMap(Key.init(stringValue:)) }
+    }
+
+    private func position(of key: Key) -> Int? {
+        if isMap { return entries.first { $0.key == key.stringValue }?.position }
+        guard let id = decoder.context.fields.id(of: key.stringValue) else { return nil }
+        for field in fields where field.id == id { return field.position }
+        return nil
+    }
+
+    func contains(_ key: Key) -> Bool { position(of: key) != nil }
+
+    func decodeNil(forKey key: Key) throws -> Bool {
+        guard let p = position(of: key) else { return true }
+        return try decoder.context.tag(at: p) == .null
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        try decoder.context.decode(type, at: position(of: key), parent: decoder, key: key)
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+        KeyedDecodingContainer(try KeyedRecordDecodingContainer<NestedKey>(decoder: ValueDecoder(context: decoder.context, position: position(of: key), parent: decoder, key: key)))
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> UnkeyedDecodingContainer {
+        try UnkeyedRecordDecodingContainer(decoder: ValueDecoder(context: decoder.context, position: position(of: key), parent: decoder, key: key))
+    }
+
+    func superDecoder() throws -> Decoder {
+        let position = decoder.context.fields.id(of: "super").flatMap { id in fields.first { $0.id == id }?.position }
+        return ValueDecoder(context: decoder.context, position: position, parent: decoder, key: SuperKey())
+    }
+
+    func superDecoder(forKey key: Key) throws -> Decoder {
+        ValueDecoder(context: decoder.context, position: position(of: key), parent: decoder, key: key)
+    }
+}
+
+struct UnkeyedRecordDecodingContainer: UnkeyedDecodingContainer {
+    let decoder: ValueDecoder
+    private var next: Int
+    let count: Int?
+    private(set) var currentIndex = 0
+
+    private struct IndexKey: CodingKey {
+        var intValue: Int?
+        var stringValue: String { "\(intValue ?? 0)" }
+        init(_ index: Int) { intValue = index }
+        init?(stringValue: String) { nil }
+        init?(intValue: Int) { self.intValue = intValue }
+    }
+
+    init(decoder: ValueDecoder) throws {
+        self.decoder = decoder
+        guard let start = decoder.position else {
+            next = 0
+            count = 0
+            return
+        }
+        let tag = try decoder.context.tag(at: start)
+        guard tag == .unkeyed else { throw decoder.context.mismatch(tag, expected: [Any].self, parent: decoder.parent, key: decoder.key) }
+        var p = start + 1
+        count = Int(try decoder.context.varint(at: &p))
+        next = p
+    }
+
+    var codingPath: [CodingKey] { decoder.codingPath }
+    var isAtEnd: Bool { currentIndex >= (count ?? 0) }
+
+    private mutating func advance() throws -> Int {
+        guard !isAtEnd else {
+            throw DecodingError.valueNotFound(Any.self, .init(codingPath: codingPath, debugDescription: "array has only \(count ?? 0) elements"))
+        }
+        let position = next
+        next = try decoder.context.skip(at: position)
+        currentIndex += 1
+        return position
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        guard !isAtEnd, try decoder.context.tag(at: next) == .null else { return false }
+        _ = try advance()
+        return true
+    }
+
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        let key = IndexKey(currentIndex)
+        return try decoder.context.decode(type, at: try advance(), parent: decoder, key: key)
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+        let key = IndexKey(currentIndex)
+        return KeyedDecodingContainer(try KeyedRecordDecodingContainer<NestedKey>(decoder: ValueDecoder(context: decoder.context, position: try advance(), parent: decoder, key: key)))
+    }
+
+    mutating func nestedUnkeyedContainer() throws -> UnkeyedDecodingContainer {
+        let key = IndexKey(currentIndex)
+        return try UnkeyedRecordDecodingContainer(decoder: ValueDecoder(context: decoder.context, position: try advance(), parent: decoder, key: key))
+    }
+
+    mutating func superDecoder() throws -> Decoder {
+        let key = IndexKey(currentIndex)
+        return ValueDecoder(context: decoder.context, position: try advance(), parent: decoder, key: key)
+    }
+}
+
+struct SingleValueRecordDecodingContainer: SingleValueDecodingContainer {
+    let decoder: ValueDecoder
+    var codingPath: [CodingKey] { decoder.codingPath }
+
+    func decodeNil() -> Bool {
+        guard let p = decoder.position else { return true }
+        return (try? decoder.context.tag(at: p)) == .null
+    }
+
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try decoder.context.decode(type, at: decoder.position, parent: decoder.parent, key: decoder.key)
+    }
+
+    func decode(_ type: Int8.Type) throws -> Int8 { try integer(type) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try integer(type) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try integer(type) }
+    func decode(_ type: UInt.Type) throws -> UInt { try integer(type) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try integer(type) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try integer(type) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try integer(type) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try integer(type) }
+    func decode(_ type: Float.Type) throws -> Float {
+        guard let p = decoder.position else { return 0 }
+        return Float(try decoder.context.double(at: p, parent: decoder.parent, key: decoder.key))
+    }
+
+    private func integer<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
+        guard let p = decoder.position else { return 0 }
+        return try decoder.context.integer(type, at: p, parent: decoder.parent, key: decoder.key)
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import StrataEngine
+
+/// Type tags of the binary record format (FORMAT.md, "Records"). A record is one value;
+/// models encode as a keyed value whose field names are interned in the collection's
+/// field table, so names are stored once per collection, not per record.
+public enum RecordTag: UInt8, Sendable, CustomStringConvertible {
+    case null = 0
+    case bool = 1
+    case int = 2        // zigzag varint
+    case uint = 3       // varint
+    case double = 4     // 8 bytes LE
+    case float = 5      // 4 bytes LE
+    case string = 6     // varint length + UTF-8
+    case bytes = 7      // varint length + bytes (Data)
+    case date = 8       // Double seconds since 1970, 8 bytes LE
+    case uuid = 9       // 16 bytes
+    case url = 10       // varint length + UTF-8 absolute string
+    case decimal = 11   // varint length + UTF-8 description
+    case keyed = 12     // varint count, count × (varint field id, value)
+    case unkeyed = 13   // varint count, count × value
+    case map = 14       // varint count, count × (varint length + UTF-8 key, value)
+
+    public var description: String {
+        switch self {
+        case .null: "nil"
+        case .bool: "Bool"
+        case .int: "signed integer"
+        case .uint: "unsigned integer"
+        case .double: "Double"
+        case .float: "Float"
+        case .string: "String"
+        case .bytes: "Data"
+        case .date: "Date"
+        case .uuid: "UUID"
+        case .url: "URL"
+        case .decimal: "Decimal"
+        case .keyed: "struct"
+        case .unkeyed: "array"
+        case .map: "dictionary"
+        }
+    }
+}
+
+/// The interned field names of one collection: ids are indexes into `names`. Names are only
+/// ever added, so a newer table decodes every older record.
+public struct FieldTable: Sendable, Equatable {
+    public private(set) var names: [String] = []
+    private var ids: [String: UInt32] = [:]
+
+    public init(names: [String] = []) {
+        for name in names { _ = intern(name) }
+    }
+
+    public func id(of name: String) -> UInt32? { ids[name] }
+
+    public func name(of id: UInt32) -> String? { Int(id) < names.count ? names[Int(id)] : nil }
+
+    /// The id of `name`, adding it when new.
+    public mutating func intern(_ name: String) -> UInt32 {
+        if let id = ids[name] { return id }
+        let id = UInt32(names.count)
+        names.append(name)
+        ids[name] = id
+        return id
+    }
+}
+
+/// Failures of the record layer, naming the collection and field involved.
+public enum RecordError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A stored field's type differs from the model's: the model changed incompatibly.
+    case typeMismatch(collection: String, field: String, stored: String, expected: String)
+    /// A field the model needs is absent from the record and has no zero value.
+    case missingField(collection: String, field: String, expected: String)
+    /// The record bytes are malformed.
+    case corruptRecord(collection: String, reason: String)
+    /// The model cannot be encoded (e.g. a non-finite value where it is not allowed).
+    case unencodable(collection: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .typeMismatch(let c, let f, let s, let e):
+            "collection '\(c)', field '\(f)': stored as \(s) but the model expects \(e); the model changed incompatibly (migrate the data or restore the field's type)"
+        case .missingField(let c, let f, let e):
+            "collection '\(c)': stored record has no field '\(f)' and \(e) has no zero value; make the field optional or decode it with a default"
+        case .corruptRecord(let c, let reason):
+            "collection '\(c)': corrupt record: \(reason)"
+        case .unencodable(let c, let reason):
+            "collection '\(c)': cannot encode: \(reason)"
+        }
+    }
+}
+
+/// Appends record values.
+struct RecordBytes {
+    var bytes: [UInt8] = []
+
+    init(capacity: Int) { bytes.reserveCapacity(capacity) }
+
+    mutating func tag(_ t: RecordTag) { bytes.append(t.rawValue) }
+
+    mutating func varint(_ v: UInt64) {
+        var v = v
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    mutating func fixed<T: FixedWidthInteger>(_ v: T) {
+        withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func string(_ s: String) {
+        var s = s
+        s.withUTF8 { utf8 in
+            varint(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    static func zigzag(_ v: Int64) -> UInt64 { UInt64(bitPattern: (v << 1) ^ (v >> 63)) }
+    static func unzigzag(_ v: UInt64) -> Int64 { Int64(bitPattern: v >> 1) ^ -Int64(bitPattern: v & 1) }
+}

@@ -1,0 +1,148 @@
+import Dispatch
+import Foundation
+import StrataEngine
+
+/// Reading operations available in a read or write transaction of any `Storage`.
+public protocol StorageReader {
+    /// The model with this primary key, or nil. For a composite key pass `Key(a, b)`.
+    func read<M: Model>(_ type: M.Type, primaryKey: some KeyComponent) throws -> M?
+    /// The models matching the query, in its order (primary-key order when unsorted).
+    func read<M: Model>(_ query: Query<M>) throws -> [M]
+    /// Visits matching models one at a time without collecting them; stop by returning false.
+    func forEach<M: Model>(_ query: Query<M>, _ body: (M) throws -> Bool) throws
+    func count<M: Model>(_ query: Query<M>) throws -> Int
+    /// How the query would run.
+    func explain<M: Model>(_ query: Query<M>) throws -> QueryPlan
+}
+
+/// Writing operations available in a write transaction of any `Storage`.
+public protocol StorageWriter: StorageReader {
+    /// Inserts a new model; fails with `StorageError.duplicateKey` when its primary key is
+    /// taken. Returns the model as stored (with its assigned id, for auto-increment schemas).
+    @discardableResult
+    func create<M: Model>(_ model: M) throws -> M
+    /// Inserts or replaces (upsert). Returns the model as stored.
+    @discardableResult
+    func persist<M: Model>(_ model: M) throws -> M
+    /// Deletes by primary key; returns whether it existed.
+    @discardableResult
+    func erase<M: Model>(_ type: M.Type, primaryKey: some KeyComponent) throws -> Bool
+    /// Deletes every match; returns how many.
+    @discardableResult
+    func erase<M: Model>(_ query: Query<M>) throws -> Int
+    /// Deletes every model of the type.
+    func eraseAll<M: Model>(_ type: M.Type) throws
+}
+
+/// A store of models: the one protocol the DAO, ActiveRecord and Repository layers talk
+/// to, so the same app code runs on Strata (`StrataStorage`), in memory (`MemoryStorage`)
+/// or any other backend that passes `StorageConformance`.
+///
+/// ```swift
+/// let storage: any Storage = try StrataStorage(path: "app.strata")
+/// try storage.create(User(id: 1, name: "Ada", email: "ada@example.com", age: 36))
+/// let adults = try storage.read(User.filter(\.age >= 18).sorted(by: \.name))
+/// try storage.write { tx in                      // one atomic transaction
+///     try tx.persist(adults[0])
+///     try tx.erase(User.self, primaryKey: 2)
+/// }
+/// ```
+public protocol Storage: Sendable {
+    /// Runs `body` on a consistent snapshot.
+    func read<R>(_ body: (any StorageReader) throws -> R) throws -> R
+    /// Runs `body` in a transaction that commits when it returns and rolls back, leaving
+    /// nothing behind, when it throws.
+    func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R
+}
+
+/// Errors of the typed layer that every backend reports alike.
+public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
+    case duplicateKey(collection: String, key: String)
+    case uniqueViolation(collection: String, index: String, value: String)
+    /// The model's declared schema conflicts with what the file holds.
+    case schemaMismatch(collection: String, reason: String)
+    /// A write transaction had a unique violation; it is being rolled back.
+    case transactionAborted(collection: String, index: String, value: String)
+
+    public var description: String {
+        switch self {
+        case .duplicateKey(let c, let k): "collection '\(c)' already has a record with primary key \(k)"
+        case .uniqueViolation(let c, let i, let v): "collection '\(c)': unique index '\(i)' already holds \(v); the transaction is rolled back"
+        case .schemaMismatch(let c, let reason): "collection '\(c)': \(reason)"
+        case .transactionAborted(let c, let i, let v): "the transaction was aborted by a unique violation (collection '\(c)', index '\(i)', value \(v)) and cannot commit"
+        }
+    }
+}
+
+extension StorageReader {
+    /// The models with these primary keys, in the order given; missing keys are skipped.
+    public func read<M: Model, K: KeyComponent>(_ type: M.Type, primaryKeys: [K]) throws -> [M] {
+        try primaryKeys.compactMap { try read(type, primaryKey: $0) }
+    }
+
+    /// Every model of the type, in primary-key order.
+    public func readAll<M: Model>(_ type: M.Type) throws -> [M] { try read(Query<M>()) }
+
+    public func first<M: Model>(_ query: Query<M>) throws -> M? { try read(query.limit(1)).first }
+
+    public func exists<M: Model>(_ query: Query<M>) throws -> Bool { try first(query) != nil }
+}
+
+extension StorageWriter {
+    /// Upserts several models.
+    public func persist<M: Model>(_ models: [M]) throws {
+        for model in models { try persist(model) }
+    }
+
+    /// Deletes several models by primary key; returns how many existed.
+    @discardableResult
+    public func erase<M: Model, K: KeyComponent>(_ type: M.Type, primaryKeys: [K]) throws -> Int {
+        try primaryKeys.reduce(0) { $0 + (try erase(type, primaryKey: $1) ? 1 : 0) }
+    }
+}
+
+// One-shot operations, each in its own transaction.
+extension Storage {
+    @discardableResult
+    public func create<M: Model>(_ model: M) throws -> M { try write { try $0.create(model) } }
+    @discardableResult
+    public func persist<M: Model>(_ model: M) throws -> M { try write { try $0.persist(model) } }
+    /// Upserts several models atomically: all or none.
+    public func persist<M: Model>(_ models: [M]) throws { try write { try $0.persist(models) } }
+    public func read<M: Model>(_ type: M.Type, primaryKey: some KeyComponent) throws -> M? { try read { try $0.read(type, primaryKey: primaryKey) } }
+    public func read<M: Model, K: KeyComponent>(_ type: M.Type, primaryKeys: [K]) throws -> [M] { try read { try $0.read(type, primaryKeys: primaryKeys) } }
+    public func read<M: Model>(_ query: Query<M>) throws -> [M] { try read { try $0.read(query) } }
+    public func readAll<M: Model>(_ type: M.Type) throws -> [M] { try read { try $0.readAll(type) } }
+    public func first<M: Model>(_ query: Query<M>) throws -> M? { try read { try $0.first(query) } }
+    public func exists<M: Model>(_ query: Query<M>) throws -> Bool { try read { try $0.exists(query) } }
+    public func count<M: Model>(_ query: Query<M>) throws -> Int { try read { try $0.count(query) } }
+    public func count<M: Model>(_ type: M.Type) throws -> Int { try count(Query<M>()) }
+    public func explain<M: Model>(_ query: Query<M>) throws -> QueryPlan { try read { try $0.explain(query) } }
+    @discardableResult
+    public func erase<M: Model>(_ type: M.Type, primaryKey: some KeyComponent) throws -> Bool { try write { try $0.erase(type, primaryKey: primaryKey) } }
+    @discardableResult
+    public func erase<M: Model, K: KeyComponent>(_ type: M.Type, primaryKeys: [K]) throws -> Int { try write { try $0.erase(type, primaryKeys: primaryKeys) } }
+    @discardableResult
+    public func erase<M: Model>(_ query: Query<M>) throws -> Int { try write { try $0.erase(query) } }
+    public func eraseAll<M: Model>(_ type: M.Type) throws { try write { try $0.eraseAll(type) } }
+}
+
+// Async variants: the work runs on a dispatch queue, never blocking the cooperative pool
+// with disk I/O.
+extension Storage {
+    public func read<R: Sendable>(_ body: @escaping @Sendable (any StorageReader) throws -> R) async throws -> R {
+        try await offload { try self.read(body) }
+    }
+
+    public func write<R: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> R) async throws -> R {
+        try await offload { try self.write(body) }
+    }
+}
+
+let storageQueue = DispatchQueue(label: "strata.storage", attributes: .concurrent)
+
+func offload<R: Sendable>(_ work: @escaping @Sendable () throws -> R) async throws -> R {
+    try await withCheckedThrowingContinuation { continuation in
+        storageQueue.async { continuation.resume(with: Result { try work() }) }
+    }
+}
