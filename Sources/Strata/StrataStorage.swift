@@ -134,18 +134,44 @@ struct CollectionAccess<M: Model> {
                 if !more { return }
             }
         case .index(let index)?:
+            let fetch = { (key: [UInt8]) throws -> M in
+                guard let model = try get(key) else {
+                    throw RecordError.corruptRecord(collection: name, reason: "index '\(index)' names primary key \(Key(bytes: key)) which has no record")
+                }
+                return model
+            }
+            // Walking backwards, entries with equal index values come in descending
+            // primary-key order; each such group is emitted in ascending order, the tie
+            // order of every other path.
+            // (A unique index has no ties, and its keys do not end with the primary key.)
+            let groupsTies = access.reverse && M.schema.indexes.contains { $0.name == index && !$0.isUnique }
+            var groupValue: [UInt8]?
+            var groupKeys: [[UInt8]] = []
+            func flush() throws -> Bool {
+                defer { groupKeys.removeAll(keepingCapacity: true) }
+                for key in groupKeys.reversed() where try !visit(key, try fetch(key)) { return false }
+                return true
+            }
             for range in access.ranges {
                 var more = true
-                try engine.scan(state.entry.indexTree(index), in: range, reverse: access.reverse) { _, primaryKey in
+                try engine.scan(state.entry.indexTree(index), in: range, reverse: access.reverse) { indexKey, primaryKey in
                     let key = Array(primaryKey)
-                    guard let model = try get(key) else {
-                        throw RecordError.corruptRecord(collection: name, reason: "index '\(index)' names primary key \(Key(bytes: key)) which has no record")
+                    guard groupsTies else {
+                        more = try visit(key, try fetch(key))
+                        return more
                     }
-                    more = try visit(key, model)
-                    return more
+                    let value = Array(indexKey.dropLast(key.count))
+                    if value != groupValue {
+                        more = try flush()
+                        if !more { return false }
+                        groupValue = value
+                    }
+                    groupKeys.append(key)
+                    return true
                 }
                 if !more { return }
             }
+            _ = try flush()
         }
     }
 
@@ -158,9 +184,10 @@ struct CollectionAccess<M: Model> {
                 if try query.matches(model) { matches.append((key, model)) }
                 return true
             }
-            if query.sortKeys.isEmpty {
-                matches.sort { $0.0.lexicographicallyPrecedes($1.0) }
-            } else {
+            // Primary-key order first: it is the result order when unsorted, and breaks
+            // ties of the sort keys the same way on every backend.
+            matches.sort { $0.0.lexicographicallyPrecedes($1.0) }
+            if !query.sortKeys.isEmpty {
                 var models = matches.map(\.1)
                 query.sort(&models)
                 matches = models.map { (M.schema.primaryKey(of: $0).bytes, $0) }

@@ -1,0 +1,115 @@
+import Foundation
+import Strata
+import StrataEngine
+import Testing
+
+struct Person: Model, Equatable {
+    var id: Int64
+    var name: String
+    var email: String
+    var age: Int
+    var score: Double
+    var city: String
+
+    static let collectionName = "people"
+    static let schema = Schema<Person>(primaryKey: \.id, indexes: [.index(\.age), .unique(\.email), .index(\.city, \.age)])
+
+    static func sample(_ i: Int) -> Person {
+        Person(id: Int64(i), name: "p\(i % 37)", email: "p\(i)@example.com", age: 18 + (i * 7) % 60,
+               score: Double((i * 13) % 100) / 10, city: ["Paris", "Oslo", "Lima", "Kyiv"][i % 4])
+    }
+}
+
+func withStorage(_ count: Int = 300, _ body: (StrataStorage) throws -> Void) throws {
+    let directory = NSTemporaryDirectory() + "strata-typed-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let storage = try StrataStorage(path: directory + "/t.strata")
+    try storage.persist((0 ..< count).map(Person.sample))
+    try body(storage)
+    try storage.close()
+}
+
+@Suite("Query planner")
+struct QueryPlannerTests {
+    let people = (0 ..< 300).map(Person.sample)
+
+    func check(_ storage: StrataStorage, _ query: Query<Person>, _ expected: (Person) -> Bool, access: QueryPlan.Access, residual: Bool) throws {
+        let plan = try storage.explain(query)
+        #expect(plan.access == access, "\(plan)")
+        #expect(plan.residualFilter == residual, "\(plan)")
+        #expect(try storage.read(query).map(\.id) == people.filter(expected).map(\.id), "\(plan)")
+    }
+
+    @Test("equality and ranges on the primary key become primary-key lookups and range scans")
+    func primaryKey() throws {
+        try withStorage { s in
+            try check(s, Person.filter(\.id == 5), { $0.id == 5 }, access: .primaryKeyPoints(count: 1), residual: false)
+            try check(s, Person.filter(.in(\.id, [7, 3, 3])), { [3, 7].contains($0.id) }, access: .primaryKeyPoints(count: 2), residual: false)
+            try check(s, Person.filter(\.id > 250), { $0.id > 250 }, access: .primaryKeyRange, residual: false)
+            try check(s, Person.filter(#Predicate { $0.id >= 10 && $0.id < 20 }), { $0.id >= 10 && $0.id < 20 }, access: .primaryKeyRange, residual: false)
+            #expect(try s.explain(Person.filter(\.id > 250)).range == "[(251) … +∞)")
+        }
+    }
+
+    @Test("conditions on an indexed field use the index; IN becomes point lookups")
+    func indexes() throws {
+        try withStorage { s in
+            try check(s, Person.filter(\.age > 60), { $0.age > 60 }, access: .indexRange(index: "age"), residual: false)
+            try check(s, Person.filter(.between(\.age, 20 ... 22)), { (20 ... 22).contains($0.age) }, access: .indexRange(index: "age"), residual: false)
+            try check(s, Person.filter(.in(\.age, [20, 30])), { [20, 30].contains($0.age) }, access: .indexPoints(index: "age", count: 2), residual: false)
+            try check(s, Person.filter(\.email == "p42@example.com"), { $0.id == 42 }, access: .indexPoints(index: "email", count: 1), residual: false)
+            try check(s, Person.filter(#Predicate { $0.age <= 19 }), { $0.age <= 19 }, access: .indexRange(index: "age"), residual: false)
+        }
+    }
+
+    @Test("a composite index serves conditions on its first field")
+    func compositeIndex() throws {
+        try withStorage { s in
+            try check(s, Person.filter(\.city == "Oslo"), { $0.city == "Oslo" }, access: .indexPoints(index: "city+age", count: 1), residual: false)
+            try check(s, Person.filter(.hasPrefix(\.city, "K")), { $0.city.hasPrefix("K") }, access: .indexRange(index: "city+age"), residual: false)
+        }
+    }
+
+    @Test("an AND of pushable and other terms reads the index and filters the rest")
+    func residual() throws {
+        try withStorage { s in
+            try check(s, Person.filter(\.age > 50 && .contains(\.name, "1")), { $0.age > 50 && $0.name.contains("1") }, access: .indexRange(index: "age"), residual: true)
+            try check(s, Person.filter(#Predicate { $0.age == 25 && $0.score > 5 }), { $0.age == 25 && $0.score > 5 }, access: .indexPoints(index: "age", count: 1), residual: true)
+            try check(s, Person.filter(\.id == 9 && \.age == 25), { $0.id == 9 && $0.age == 25 }, access: .primaryKeyPoints(count: 1), residual: true)
+        }
+    }
+
+    @Test("conditions the planner cannot push down still work, by full scan")
+    func fullScan() throws {
+        try withStorage { s in
+            try check(s, Person.filter(\.age < 20 || \.age > 75), { $0.age < 20 || $0.age > 75 }, access: .fullScan, residual: true)
+            try check(s, Person.filter(\.score > 9), { $0.score > 9 }, access: .fullScan, residual: true)
+            try check(s, Person.filter(#Predicate { $0.age + 1 == 30 }), { $0.age + 1 == 30 }, access: .fullScan, residual: true)
+        }
+    }
+
+    @Test("a sort on an indexed field with a limit walks the index and stops early")
+    func indexOrder() throws {
+        try withStorage { s in
+            let youngest = Person.query().sorted(by: \.age).limit(5)
+            let plan = try s.explain(youngest)
+            #expect(plan.access == .indexOrder(index: "age", descending: false))
+            #expect(plan.stopsAfter == 5 && !plan.sortsInMemory)
+            #expect(try s.read(youngest).map(\.age) == Array(people.map(\.age).sorted().prefix(5)))
+            let oldest = Person.query().sorted(by: \.age, ascending: false).offset(2).limit(3)
+            #expect(try s.explain(oldest).access == .indexOrder(index: "age", descending: true))
+            #expect(try s.read(oldest).map(\.age) == Array(people.map(\.age).sorted(by: >).dropFirst(2).prefix(3)))
+        }
+    }
+
+    @Test("contradictory conditions read nothing")
+    func contradiction() throws {
+        try withStorage { s in
+            let query = Person.filter(\.age > 50 && \.age < 20)
+            let plan = try s.explain(query), results = try s.read(query)
+            #expect(plan.access == .primaryKeyPoints(count: 0))
+            #expect(results.isEmpty)
+        }
+    }
+}
