@@ -130,25 +130,19 @@ final class MemoryWriter: MemoryReading, StorageWriter {
     }
 
     @discardableResult
-    func create<M: Model>(_ model: M) throws -> M {
-        try checkNotAborted()
-        var model = model
-        assignID(&model)
-        let key = M.schema.primaryKey(of: model).bytes
-        if collections[M.collectionName]?.records[key] != nil {
-            throw StorageError.duplicateKey(collection: M.collectionName, key: Key(bytes: key).description)
-        }
-        try checkUnique(model, key: key)
-        collections[M.collectionName, default: .init()].records[key] = model
-        return model
-    }
+    func create<M: Model>(_ model: M) throws -> M { try write(model, mustBeNew: true) }
 
     @discardableResult
-    func persist<M: Model>(_ model: M) throws -> M {
+    func persist<M: Model>(_ model: M) throws -> M { try write(model, mustBeNew: false) }
+
+    private func write<M: Model>(_ model: M, mustBeNew: Bool) throws -> M {
         try checkNotAborted()
         var model = model
         assignID(&model)
         let key = M.schema.primaryKey(of: model).bytes
+        if mustBeNew, collections[M.collectionName]?.records[key] != nil {
+            throw StorageError.duplicateKey(collection: M.collectionName, key: Key(bytes: key).description)
+        }
         try checkUnique(model, key: key)
         collections[M.collectionName, default: .init()].records[key] = model
         return model

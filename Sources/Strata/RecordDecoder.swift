@@ -221,7 +221,7 @@ final class DecodingContext {
 }
 
 /// A decoder positioned at one value (or at an absent one, `position == nil`).
-final class ValueDecoder: Decoder {
+final class ValueDecoder: Decoder, CodingPathNode {
     let context: DecodingContext
     let position: Int?
     let parent: ValueDecoder?
@@ -232,12 +232,6 @@ final class ValueDecoder: Decoder {
         self.position = position
         self.parent = parent
         self.key = key
-    }
-
-    var codingPath: [CodingKey] {
-        var path = parent?.codingPath ?? []
-        if let key { path.append(key) }
-        return path
     }
 
     var userInfo: [CodingUserInfoKey: Any] { [:] }

@@ -123,7 +123,7 @@ enum DictionaryKeys {
     }
 }
 
-final class ValueEncoder: Encoder {
+final class ValueEncoder: Encoder, CodingPathNode {
     let context: EncodingContext
     let parent: ValueEncoder?
     let key: CodingKey?
@@ -133,12 +133,6 @@ final class ValueEncoder: Encoder {
         self.context = context
         self.parent = parent
         self.key = key
-    }
-
-    var codingPath: [CodingKey] {
-        var path = parent?.codingPath ?? []
-        if let key { path.append(key) }
-        return path
     }
 
     var userInfo: [CodingUserInfoKey: Any] { [:] }

@@ -91,6 +91,22 @@ public enum RecordError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// An encoder or decoder positioned at one value: its coding path is its parent's plus its
+/// key, computed only when asked (for errors), so nesting allocates no path arrays.
+protocol CodingPathNode: AnyObject {
+    associatedtype Parent: CodingPathNode
+    var parent: Parent? { get }
+    var key: CodingKey? { get }
+}
+
+extension CodingPathNode {
+    var codingPath: [CodingKey] {
+        var path = parent?.codingPath ?? []
+        if let key { path.append(key) }
+        return path
+    }
+}
+
 /// Appends record values.
 struct RecordBytes {
     var bytes: [UInt8] = []

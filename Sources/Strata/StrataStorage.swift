@@ -231,16 +231,13 @@ extension Query {
     }
 }
 
-/// A read transaction of `StrataStorage`.
-struct StrataReader: StorageReader {
-    let storage: StrataStorage
-    let engine: any TreeReading
+/// Reads through `CollectionAccess`: shared by read and write transactions, which differ
+/// only in how they find a collection.
+protocol CollectionReading: StorageReader {
+    func access<M: Model>(_ type: M.Type) throws -> CollectionAccess<M>?
+}
 
-    func access<M: Model>(_ type: M.Type) throws -> CollectionAccess<M>? {
-        guard let state = try storage.collection(M.collectionName, in: engine) else { return nil }
-        return CollectionAccess(engine: engine, state: state)
-    }
-
+extension CollectionReading {
     func read<M: Model>(_ type: M.Type, primaryKey: some KeyComponent) throws -> M? {
         try access(type)?.get(Key(primaryKey).bytes)
     }
@@ -259,10 +256,23 @@ struct StrataReader: StorageReader {
         try access(M.self)?.count(query) ?? 0
     }
 
-    func explain<M: Model>(_ query: Query<M>) throws -> QueryPlan {
+    func plan<M: Model>(_ query: Query<M>) throws -> QueryPlan {
         guard let access = try access(M.self) else {
             return QueryPlan(collection: M.collectionName, access: .fullScan, range: nil, residualFilter: query.hasConditions, sortsInMemory: false, stopsAfter: nil)
         }
         return access.choose(query).plan
     }
+}
+
+/// A read transaction of `StrataStorage`.
+struct StrataReader: CollectionReading {
+    let storage: StrataStorage
+    let engine: any TreeReading
+
+    func access<M: Model>(_ type: M.Type) throws -> CollectionAccess<M>? {
+        guard let state = try storage.collection(M.collectionName, in: engine) else { return nil }
+        return CollectionAccess(engine: engine, state: state)
+    }
+
+    func explain<M: Model>(_ query: Query<M>) throws -> QueryPlan { try plan(query) }
 }

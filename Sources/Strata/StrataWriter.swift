@@ -2,7 +2,7 @@ import Foundation
 import StrataEngine
 
 /// A write transaction of `StrataStorage`: records and their index entries change together.
-final class StrataWriter: StorageWriter {
+final class StrataWriter: CollectionReading, StorageWriter {
     let storage: StrataStorage
     let transaction: WriteTransaction
     /// Collections touched by this transaction, with their (possibly changed) catalog.
@@ -16,34 +16,18 @@ final class StrataWriter: StorageWriter {
         self.transaction = transaction
     }
 
-    private var reader: StrataReader { StrataReader(storage: storage, engine: transaction) }
-
     // MARK: Reading sees this transaction's writes
 
-    func read<M: Model>(_ type: M.Type, primaryKey: some KeyComponent) throws -> M? {
-        try access(type)?.get(Key(primaryKey).bytes)
-    }
-
-    func read<M: Model>(_ query: Query<M>) throws -> [M] {
-        var models: [M] = []
-        try forEach(query) { models.append($0); return true }
-        return models
-    }
-
-    func forEach<M: Model>(_ query: Query<M>, _ body: (M) throws -> Bool) throws {
-        try access(M.self)?.execute(query) { try body($1) }
-    }
-
-    func count<M: Model>(_ query: Query<M>) throws -> Int { try access(M.self)?.count(query) ?? 0 }
-
+    /// Explaining in a write transaction prepares the collection first, so indexes the model
+    /// declares are built and counted.
     func explain<M: Model>(_ query: Query<M>) throws -> QueryPlan {
         try prepare(M.self)
-        return try reader.explain(query)
+        return try plan(query)
     }
 
-    private func access<M: Model>(_ type: M.Type) throws -> CollectionAccess<M>? {
+    func access<M: Model>(_ type: M.Type) throws -> CollectionAccess<M>? {
         if let state = states[M.collectionName] { return CollectionAccess(engine: transaction, state: state) }
-        return try reader.access(type)
+        return try StrataReader(storage: storage, engine: transaction).access(type)
     }
 
     // MARK: Schema
@@ -138,27 +122,21 @@ final class StrataWriter: StorageWriter {
     }
 
     @discardableResult
-    func create<M: Model>(_ model: M) throws -> M {
-        try checkNotAborted()
-        var state = try prepare(M.self)
-        var model = model
-        assignID(&model, state: &state)
-        let key = M.schema.primaryKey(of: model).bytes
-        if try transaction.contains(key, in: state.entry.recordsTree) {
-            throw StorageError.duplicateKey(collection: state.entry.collection, key: Key(bytes: key).description)
-        }
-        try store(model, key: key, replacing: nil, state: &state)
-        return model
-    }
+    func create<M: Model>(_ model: M) throws -> M { try write(model, mustBeNew: true) }
 
     @discardableResult
-    func persist<M: Model>(_ model: M) throws -> M {
+    func persist<M: Model>(_ model: M) throws -> M { try write(model, mustBeNew: false) }
+
+    private func write<M: Model>(_ model: M, mustBeNew: Bool) throws -> M {
         try checkNotAborted()
         var state = try prepare(M.self)
         var model = model
         assignID(&model, state: &state)
         let key = M.schema.primaryKey(of: model).bytes
         let old = try CollectionAccess<M>(engine: transaction, state: state).get(key)
+        if mustBeNew, old != nil {
+            throw StorageError.duplicateKey(collection: state.entry.collection, key: Key(bytes: key).description)
+        }
         try store(model, key: key, replacing: old, state: &state)
         return model
     }
