@@ -334,14 +334,6 @@ struct UnkeyedRecordDecodingContainer: UnkeyedDecodingContainer {
     let count: Int?
     private(set) var currentIndex = 0
 
-    private struct IndexKey: CodingKey {
-        var intValue: Int?
-        var stringValue: String { "\(intValue ?? 0)" }
-        init(_ index: Int) { intValue = index }
-        init?(stringValue: String) { nil }
-        init?(intValue: Int) { self.intValue = intValue }
-    }
-
     init(decoder: ValueDecoder) throws {
         self.decoder = decoder
         guard let start = decoder.position else {

@@ -277,14 +277,6 @@ struct UnkeyedRecordEncodingContainer: UnkeyedEncodingContainer {
     var codingPath: [CodingKey] { encoder.codingPath }
     var count: Int { box.values.count }
 
-    private struct IndexKey: CodingKey {
-        var intValue: Int?
-        var stringValue: String { "\(intValue ?? 0)" }
-        init(_ index: Int) { intValue = index }
-        init?(stringValue: String) { nil }
-        init?(intValue: Int) { self.intValue = intValue }
-    }
-
     mutating func encodeNil() throws { box.values.append(.null) }
     mutating func encode(_ value: Bool) throws { box.values.append(.bool(value)) }
     mutating func encode(_ value: String) throws { box.values.append(.string(value)) }

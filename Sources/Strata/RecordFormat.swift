@@ -107,6 +107,15 @@ extension CodingPathNode {
     }
 }
 
+/// The coding key of an array element.
+struct IndexKey: CodingKey {
+    var intValue: Int?
+    var stringValue: String { "\(intValue ?? 0)" }
+    init(_ index: Int) { intValue = index }
+    init?(stringValue: String) { nil }
+    init?(intValue: Int) { self.intValue = intValue }
+}
+
 /// Appends record values.
 struct RecordBytes {
     var bytes: [UInt8] = []
