@@ -120,13 +120,21 @@ final class DecodingContext {
     func integer<T: FixedWidthInteger>(_ type: T.Type, at position: Int, parent: ValueDecoder?, key: CodingKey?) throws -> T {
         var p = position + 1
         let stored = try tag(at: position)
-        let value: T?
+        // Narrowing by truncate-and-compare: `T(exactly:)` would need `Optional<T>` metadata
+        // at run time on every call.
+        let value: T, fits: Bool
         switch stored {
-        case .int: value = T(exactly: RecordBytes.unzigzag(try varint(at: &p)))
-        case .uint: value = T(exactly: try varint(at: &p))
+        case .int:
+            let wide = RecordBytes.unzigzag(try varint(at: &p))
+            value = T(truncatingIfNeeded: wide)
+            fits = Int64(truncatingIfNeeded: value) == wide && (wide >= 0 || T.isSigned)
+        case .uint:
+            let wide = try varint(at: &p)
+            value = T(truncatingIfNeeded: wide)
+            fits = UInt64(truncatingIfNeeded: value) == wide && (value >= 0)
         default: throw mismatch(stored, expected: type, parent: parent, key: key)
         }
-        guard let value else {
+        guard fits else {
             throw RecordError.typeMismatch(collection: collection, field: Self.path(parent, key), stored: "an integer out of range", expected: "\(type)")
         }
         return value
@@ -158,43 +166,50 @@ final class DecodingContext {
     /// (the field is absent from the record).
     func decode<T: Decodable>(_ type: T.Type, at position: Int?, parent: ValueDecoder?, key: CodingKey?) throws -> T {
         guard let position else { return try zeroValue(type, parent: parent, key: key) }
-        switch type {
-        case is String.Type: return try string(at: position, parent: parent, key: key) as! T
-        case is Double.Type: return try double(at: position, parent: parent, key: key) as! T
-        case is Int.Type: return try integer(Int.self, at: position, parent: parent, key: key) as! T
-        case is Int64.Type: return try integer(Int64.self, at: position, parent: parent, key: key) as! T
-        case is Bool.Type: return try bool(at: position, parent: parent, key: key) as! T
-        case is Date.Type:
+        // Metatype identity: pointer comparisons, not runtime casts.
+        let known: KnownType? =
+            type == String.self ? .string : type == Double.self ? .double : type == Int.self ? .int : type == Int64.self ? .int64
+            : type == Bool.self ? .bool : type == Date.self ? .date : type == UUID.self ? .uuid : type == Data.self ? .data
+            : type == URL.self ? .url : type == Decimal.self ? .decimal : nil
+        switch known {
+        case .string: return try string(at: position, parent: parent, key: key) as! T
+        case .double: return try double(at: position, parent: parent, key: key) as! T
+        case .int: return try integer(Int.self, at: position, parent: parent, key: key) as! T
+        case .int64: return try integer(Int64.self, at: position, parent: parent, key: key) as! T
+        case .bool: return try bool(at: position, parent: parent, key: key) as! T
+        case .date:
             let stored = try tag(at: position)
             guard stored == .date || stored == .double else { throw mismatch(stored, expected: type, parent: parent, key: key) }
             return Date(timeIntervalSince1970: Double(bitPattern: try fixed(UInt64.self, at: position + 1))) as! T
-        case is UUID.Type:
+        case .uuid:
             let stored = try tag(at: position)
             guard stored == .uuid else { throw mismatch(stored, expected: type, parent: parent, key: key) }
             guard position + 17 <= buffer.count else { throw corrupt("UUID runs past the end") }
             var uuid = UUID().uuid
             withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[position + 1 ..< position + 17])) }
             return UUID(uuid: uuid) as! T
-        case is Data.Type:
+        case .data:
             let stored = try tag(at: position)
             guard stored == .bytes else { throw mismatch(stored, expected: type, parent: parent, key: key) }
             return Data(try lengthPrefixed(at: position + 1).0) as! T
-        case is URL.Type:
+        case .url:
             let stored = try tag(at: position)
             guard stored == .url || stored == .string else { throw mismatch(stored, expected: type, parent: parent, key: key) }
             let text = try string(at: position + 1).0
             guard let url = URL(string: text) else { throw corrupt("'\(text)' is not a URL") }
             return url as! T
-        case is Decimal.Type:
+        case .decimal:
             let stored = try tag(at: position)
             guard stored == .decimal else { throw mismatch(stored, expected: type, parent: parent, key: key) }
             let text = try string(at: position + 1).0
             guard let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else { throw corrupt("'\(text)' is not a Decimal") }
             return decimal as! T
-        default:
+        case nil:
             return try T(from: ValueDecoder(context: self, position: position, parent: parent, key: key))
         }
     }
+
+    private enum KnownType { case string, double, int, int64, bool, date, uuid, data, url, decimal }
 
     func zeroValue<T: Decodable>(_ type: T.Type, parent: ValueDecoder?, key: CodingKey?) throws -> T {
         switch type {
@@ -226,6 +241,8 @@ final class ValueDecoder: Decoder, CodingPathNode {
     let position: Int?
     let parent: ValueDecoder?
     let key: CodingKey?
+    /// The index of the field a keyed container expects to be asked for next.
+    var nextField = 0
 
     init(context: DecodingContext, position: Int?, parent: ValueDecoder?, key: CodingKey?) {
         self.context = context
@@ -292,10 +309,24 @@ struct KeyedRecordDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
         return fields.compactMap { decoder.context.fields.name(of: $0.id).flatMap(Key.init(stringValue:)) }
     }
 
+    /// The value position of `key`, found by comparing names (short strings compare
+    /// faster than they hash), starting where the previous lookup ended.
     private func position(of key: Key) -> Int? {
-        if isMap { return entries.first { $0.key == key.stringValue }?.position }
-        guard let id = decoder.context.fields.id(of: key.stringValue) else { return nil }
-        for field in fields where field.id == id { return field.position }
+        let name = key.stringValue
+        if isMap { return entries.first { $0.key == name }?.position }
+        let names = decoder.context.fields.names
+        let count = fields.count
+        // Fields are usually read in the order written: start where the last lookup ended.
+        var i = decoder.nextField
+        for _ in 0 ..< count {
+            if i >= count { i = 0 }
+            let field = fields[i]
+            if Int(field.id) < names.count, names[Int(field.id)] == name {
+                decoder.nextField = i + 1
+                return field.position
+            }
+            i += 1
+        }
         return nil
     }
 
@@ -308,6 +339,42 @@ struct KeyedRecordDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         try decoder.context.decode(type, at: position(of: key), parent: decoder, key: key)
+    }
+
+    // Primitives skip the generic path.
+    func decode(_ type: String.Type, forKey key: Key) throws -> String {
+        guard let p = position(of: key) else { return "" }
+        return try decoder.context.string(at: p, parent: decoder, key: key)
+    }
+
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        guard let p = position(of: key) else { return 0 }
+        return try decoder.context.double(at: p, parent: decoder, key: key)
+    }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+        guard let p = position(of: key) else { return false }
+        return try decoder.context.bool(at: p, parent: decoder, key: key)
+    }
+
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try integer(type, key) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try integer(type, key) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try integer(type, key) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(type, key) }
+
+    private func integer<T: FixedWidthInteger>(_ type: T.Type, _ key: Key) throws -> T {
+        guard let p = position(of: key) else { return 0 }
+        return try decoder.context.integer(type, at: p, parent: decoder, key: key)
+    }
+
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+        guard let p = position(of: key), try decoder.context.tag(at: p) != .null else { return nil }
+        return try decoder.context.string(at: p, parent: decoder, key: key)
+    }
+
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
+        guard let p = position(of: key), try decoder.context.tag(at: p) != .null else { return nil }
+        return try decoder.context.integer(type, at: p, parent: decoder, key: key)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {

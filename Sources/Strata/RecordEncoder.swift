@@ -13,7 +13,7 @@ public enum RecordEncoder {
     public static func encode<T: Encodable>(_ value: T, fields: inout FieldTable, collection: String) throws -> [UInt8] {
         let context = EncodingContext(fields: fields, collection: collection)
         let root = try context.box(value, parent: nil, key: nil)
-        var out = RecordBytes(capacity: 64)
+        var out = RecordBytes(capacity: 128)
         context.write(root, to: &out)
         fields = context.fields
         return out.bytes
@@ -40,7 +40,10 @@ enum EncodedValue {
     case deferred(DeferredBox)
 }
 
-final class KeyedBox { var fields: [(UInt32, EncodedValue)] = [] }
+final class KeyedBox {
+    var fields: [(UInt32, EncodedValue)] = []
+    init() { fields.reserveCapacity(8) }
+}
 final class UnkeyedBox { var values: [EncodedValue] = [] }
 final class MapBox { var entries: [(String, EncodedValue)] = [] }
 /// The value of a `superEncoder`, filled in after it is handed out.
@@ -49,6 +52,8 @@ final class DeferredBox { var encoder: ValueEncoder? }
 final class EncodingContext {
     var fields: FieldTable
     let collection: String
+    /// How many field names this record has interned so far (for the order hint).
+    var fieldPosition = 0
 
     init(fields: FieldTable, collection: String) {
         self.fields = fields
@@ -56,19 +61,19 @@ final class EncodingContext {
     }
 
     /// Encodes one value, short-cutting the Foundation types the format stores natively.
+    /// Metatype identity is compared rather than casting the value: a pointer comparison
+    /// instead of a runtime dynamic cast per check.
     func box<T: Encodable>(_ value: T, parent: ValueEncoder?, key: CodingKey?) throws -> EncodedValue {
-        switch value {
-        case let v as String: return .string(v)
-        case let v as Date: return .date(v.timeIntervalSince1970)
-        case let v as UUID: return .uuid(v)
-        case let v as Data: return .bytes(v)
-        case let v as URL: return .url(v.absoluteString)
-        case let v as Decimal: return .decimal(v.description)
-        default:
-            let encoder = ValueEncoder(context: self, parent: parent, key: key)
-            try value.encode(to: encoder)
-            return encoder.value ?? .keyed(KeyedBox())
-        }
+        let type = T.self
+        if type == String.self { return .string(value as! String) }
+        if type == Date.self { return .date((value as! Date).timeIntervalSince1970) }
+        if type == UUID.self { return .uuid(value as! UUID) }
+        if type == Data.self { return .bytes(value as! Data) }
+        if type == URL.self { return .url((value as! URL).absoluteString) }
+        if type == Decimal.self { return .decimal((value as! Decimal).description) }
+        let encoder = ValueEncoder(context: self, parent: parent, key: key)
+        try value.encode(to: encoder)
+        return encoder.value ?? .keyed(KeyedBox())
     }
 
     func write(_ value: EncodedValue, to out: inout RecordBytes) {
@@ -183,7 +188,9 @@ struct KeyedRecordEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
     var codingPath: [CodingKey] { encoder.codingPath }
 
     private func put(_ value: EncodedValue, _ key: Key) {
-        box.fields.append((encoder.context.fields.intern(key.stringValue), value))
+        let context = encoder.context
+        box.fields.append((context.fields.intern(key.stringValue, at: context.fieldPosition), value))
+        context.fieldPosition += 1
     }
 
     mutating func encodeNil(forKey key: Key) throws { put(.null, key) }

@@ -47,6 +47,11 @@ public enum RecordTag: UInt8, Sendable, CustomStringConvertible {
 public struct FieldTable: Sendable, Equatable {
     public private(set) var names: [String] = []
     private var ids: [String: UInt32] = [:]
+    /// The ids of the last record encoded, in order: records of one type repeat it, so a
+    /// string comparison replaces a hash lookup. Not part of the table's value.
+    private var order: [UInt32] = []
+
+    public static func == (a: FieldTable, b: FieldTable) -> Bool { a.names == b.names }
 
     public init(names: [String] = []) {
         for name in names { _ = intern(name) }
@@ -55,6 +60,18 @@ public struct FieldTable: Sendable, Equatable {
     public func id(of name: String) -> UInt32? { ids[name] }
 
     public func name(of id: UInt32) -> String? { Int(id) < names.count ? names[Int(id)] : nil }
+
+    /// The id of the `position`-th field of a record being encoded, learning the order.
+    mutating func intern(_ name: String, at position: Int) -> UInt32 {
+        if position < order.count {
+            let guess = order[position]
+            if names[Int(guess)] == name { return guess }
+            order.removeSubrange(position...)
+        }
+        let id = intern(name)
+        if position == order.count { order.append(id) }
+        return id
+    }
 
     /// The id of `name`, adding it when new.
     public mutating func intern(_ name: String) -> UInt32 {
