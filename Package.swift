@@ -19,7 +19,7 @@ let package = Package(
         .target(name: "Strata", dependencies: ["StrataEngine"]),
         // The behaviour every Storage backend must have, for backends' own test targets.
         .target(name: "StrataConformance", dependencies: ["Strata"]),
-        .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine"]),
+        .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine", "Strata"]),
         // Child process driven by the crash and locking tests (kill -9, second writer).
         .executableTarget(name: "StrataCrashChild", dependencies: ["StrataEngine"]),
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataCrashChild"]),

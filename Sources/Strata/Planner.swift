@@ -50,7 +50,11 @@ enum Planner {
                 // Conditions on the tree's first field are answered exactly by the ranges.
                 let residual = hasOpaque || conditions.count > onField.count
                 let description = isPoints ? nil : describe(ranges.first)
-                let chosen = ChosenAccess(source: source, ranges: ranges, plan: plan(query, collection, access, description, residual: residual, inOrder: false))
+                // The tree returns records in its first field's order (ties by primary key):
+                // a sort on that field alone needs no sorting, and a limit stops early.
+                let inOrder = query.sortKeys.count == 1 && query.sortKeys[0].keyPath == candidate.firstField
+                var chosen = ChosenAccess(source: source, ranges: ranges, plan: plan(query, collection, access, description, residual: residual, inOrder: inOrder))
+                chosen.reverse = inOrder && !query.sortKeys[0].ascending
                 best = (score, chosen, onField.count)
             }
         }

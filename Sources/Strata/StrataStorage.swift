@@ -125,7 +125,7 @@ struct CollectionAccess<M: Model> {
     private func candidates(_ access: ChosenAccess, _ visit: ([UInt8], M) throws -> Bool) throws {
         switch access.source {
         case nil, .primaryKey?:
-            for range in access.ranges {
+            for range in access.reverse ? access.ranges.reversed() : access.ranges {
                 var more = true
                 try engine.scan(state.entry.recordsTree, in: range, reverse: access.reverse) { key, value in
                     more = try visit(Array(key), try decode(value))
@@ -152,7 +152,7 @@ struct CollectionAccess<M: Model> {
                 for key in groupKeys.reversed() where try !visit(key, try fetch(key)) { return false }
                 return true
             }
-            for range in access.ranges {
+            for range in access.reverse ? access.ranges.reversed() : access.ranges {
                 var more = true
                 try engine.scan(state.entry.indexTree(index), in: range, reverse: access.reverse) { indexKey, primaryKey in
                     let key = Array(primaryKey)

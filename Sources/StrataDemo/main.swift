@@ -4,7 +4,19 @@
 //
 // Run it twice: the second run opens the file the first one wrote and finds its data.
 import Foundation
+import Strata
 import StrataEngine
+
+/// The demo's model: a Codable struct with a primary key and two indexes.
+struct Member: Model, Equatable {
+    var id: Int64
+    var name: String
+    var email: String
+    var age: Int
+    var city: String
+
+    static let schema = Schema<Member>(primaryKey: \.id, indexes: [.index(\.age), .unique(\.email)])
+}
 
 let path = CommandLine.arguments.dropFirst().first ?? "demo.strata"
 
@@ -69,7 +81,25 @@ do {
         print("rolled back: (\"zed\", \(run)) present? \(try db.snapshot().contains(Key("zed", run).bytes, in: "users"))")
     }
 
-    section("Checkpoint, space and compaction")
+    section("Typed storage: Codable models, indexes, queries")
+    let storage = StrataStorage(database: db)
+    let members = [("Ada", 36, "London"), ("Alan", 41, "Wilmslow"), ("Grace", 85, "Arlington"), ("Edsger", 72, "Austin"),
+                   ("Barbara", 84, "Boston"), ("Ken", 27, "Berkeley"), ("Margaret", 33, "Boston")]
+        .enumerated().map { Member(id: Int64($0.offset + 1), name: $0.element.0, email: "\($0.element.0.lowercased())@example.com", age: $0.element.1, city: $0.element.2) }
+    try storage.persist(members)   // upsert, one transaction
+    print("persisted \(try storage.count(Member.self)) members")
+    let over40 = Member.filter(\.age > 40).sorted(by: \.age)
+    print("age > 40 by age: \(try storage.read(over40).map { "\($0.name) \($0.age)" }.joined(separator: ", "))")
+    print("  plan: \(try storage.explain(over40))")
+    let inBoston = try storage.read(Member.filter(#Predicate { $0.city == "Boston" && $0.age < 80 }))
+    print("#Predicate city == Boston && age < 80: \(inBoston.map(\.name))")
+    do {
+        try storage.create(Member(id: 99, name: "Copy", email: "ada@example.com", age: 1, city: "-"))
+    } catch let error as StorageError {
+        print("unique index refused a duplicate email: \(error)")
+    }
+
+
     try db.checkpoint()
     let space = try db.analyzeSpace()
     for tree in space.trees {

@@ -103,6 +103,21 @@ struct QueryPlannerTests {
         }
     }
 
+    @Test("a range on an indexed field sorted by that field reads in index order, without sorting")
+    func rangeInOrder() throws {
+        try withStorage { s in
+            for ascending in [true, false] {
+                let query = Person.filter(\.age > 50).sorted(by: \.age, ascending: ascending).limit(7)
+                let plan = try s.explain(query)
+                #expect(plan.access == .indexRange(index: "age") && !plan.sortsInMemory && plan.stopsAfter == 7, "\(plan)")
+                let expected = people.filter { $0.age > 50 }.sorted { ascending ? ($0.age, $0.id) < ($1.age, $1.id) : $0.age > $1.age || $0.age == $1.age && $0.id < $1.id }
+                #expect(try s.read(query).map(\.id) == expected.prefix(7).map(\.id))
+            }
+            let points = Person.filter(.in(\.age, [60, 20, 40])).sorted(by: \.age, ascending: false)
+            #expect(try s.read(points).map(\.age) == people.filter { [20, 40, 60].contains($0.age) }.map(\.age).sorted(by: >))
+        }
+    }
+
     @Test("contradictory conditions read nothing")
     func contradiction() throws {
         try withStorage { s in
