@@ -125,7 +125,7 @@ final class DecodingContext {
         let value: T, fits: Bool
         switch stored {
         case .int:
-            let wide = RecordBytes.unzigzag(try varint(at: &p))
+            let wide = ZigZag.decode(try varint(at: &p))
             value = T(truncatingIfNeeded: wide)
             fits = Int64(truncatingIfNeeded: value) == wide && (wide >= 0 || T.isSigned)
         case .uint:
@@ -242,7 +242,7 @@ final class ValueDecoder: Decoder, CodingPathNode {
     let parent: ValueDecoder?
     let key: CodingKey?
     /// The index of the field a keyed container expects to be asked for next.
-    var nextField = 0
+    @exclusivity(unchecked) var nextField = 0
 
     init(context: DecodingContext, position: Int?, parent: ValueDecoder?, key: CodingKey?) {
         self.context = context

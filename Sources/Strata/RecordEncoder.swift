@@ -9,108 +9,100 @@ import Synchronization
 /// let bytes = try RecordEncoder.encode(user, fields: &fields, collection: "users")
 /// let back = try RecordDecoder.decode(User.self, from: bytes, fields: fields, collection: "users")
 /// ```
+///
+/// Values are written straight into the output as they are encoded; a container's element
+/// count is patched in when the value that opened it is done. Containers handed out for
+/// later filling (`nestedContainer`, `superEncoder`) write into their own segment, spliced
+/// in place when their parent is done.
 public enum RecordEncoder {
     public static func encode<T: Encodable>(_ value: T, fields: inout FieldTable, collection: String) throws -> [UInt8] {
         let context = EncodingContext(fields: fields, collection: collection)
-        let root = try context.box(value, parent: nil, key: nil)
-        var out = RecordBytes(capacity: 128)
-        context.write(root, to: &out)
+        let root = Segment()
+        try context.encode(value, into: root, parent: nil, key: nil)
         fields = context.fields
-        return out.bytes
+        return root.bytes
     }
 }
 
-/// An encoded value before serialization.
-enum EncodedValue {
-    case null
-    case bool(Bool)
-    case int(Int64)
-    case uint(UInt64)
-    case double(Double)
-    case float(Float)
-    case string(String)
-    case bytes(Data)
-    case date(Double)
-    case uuid(UUID)
-    case url(String)
-    case decimal(String)
-    case keyed(KeyedBox)
-    case unkeyed(UnkeyedBox)
-    case map(MapBox)
-    case deferred(DeferredBox)
-}
+/// A byte buffer one or more encoders write into.
+///
+/// Encoding state lives in classes (Codable hands out containers by value) and is used by
+/// one thread at a time, inside one `encode` call: the hot properties opt out of dynamic
+/// exclusivity checks, which otherwise cost more than the writes themselves.
+final class Segment {
+    @exclusivity(unchecked) var bytes: [UInt8]
 
-final class KeyedBox {
-    var fields: [(UInt32, EncodedValue)] = []
-    init() { fields.reserveCapacity(8) }
+    init(capacity: Int = 128) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    @inline(__always) func tag(_ t: RecordTag) { bytes.append(t.rawValue) }
+
+    @inline(__always) func varint(_ v: UInt64) {
+        var v = v
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    @inline(__always) func fixed<T: FixedWidthInteger>(_ v: T) {
+        withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    func string(_ s: String) {
+        var s = s
+        s.withUTF8 { utf8 in
+            varint(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    func int(_ v: Int64) { tag(.int); varint(ZigZag.encode(v)) }
+    func uint(_ v: UInt64) { tag(.uint); varint(v) }
+    func double(_ v: Double) { tag(.double); fixed(v.bitPattern) }
+    func float(_ v: Float) { tag(.float); fixed(v.bitPattern) }
+    func bool(_ v: Bool) { tag(.bool); bytes.append(v ? 1 : 0) }
+    func text(_ v: String) { tag(.string); string(v) }
 }
-final class UnkeyedBox { var values: [EncodedValue] = [] }
-final class MapBox { var entries: [(String, EncodedValue)] = [] }
-/// The value of a `superEncoder`, filled in after it is handed out.
-final class DeferredBox { var encoder: ValueEncoder? }
 
 final class EncodingContext {
-    var fields: FieldTable
+    @exclusivity(unchecked) var fields: FieldTable
     let collection: String
     /// How many field names this record has interned so far (for the order hint).
-    var fieldPosition = 0
+    @exclusivity(unchecked) var fieldPosition = 0
 
     init(fields: FieldTable, collection: String) {
         self.fields = fields
         self.collection = collection
     }
 
-    /// Encodes one value, short-cutting the Foundation types the format stores natively.
-    /// Metatype identity is compared rather than casting the value: a pointer comparison
-    /// instead of a runtime dynamic cast per check.
-    func box<T: Encodable>(_ value: T, parent: ValueEncoder?, key: CodingKey?) throws -> EncodedValue {
-        let type = T.self
-        if type == String.self { return .string(value as! String) }
-        if type == Date.self { return .date((value as! Date).timeIntervalSince1970) }
-        if type == UUID.self { return .uuid(value as! UUID) }
-        if type == Data.self { return .bytes(value as! Data) }
-        if type == URL.self { return .url((value as! URL).absoluteString) }
-        if type == Decimal.self { return .decimal((value as! Decimal).description) }
-        let encoder = ValueEncoder(context: self, parent: parent, key: key)
-        try value.encode(to: encoder)
-        return encoder.value ?? .keyed(KeyedBox())
+    func fieldID(_ key: CodingKey) -> UInt32 {
+        defer { fieldPosition += 1 }
+        return fields.intern(key.stringValue, at: fieldPosition)
     }
 
-    func write(_ value: EncodedValue, to out: inout RecordBytes) {
-        switch value {
-        case .null: out.tag(.null)
-        case .bool(let v): out.tag(.bool); out.bytes.append(v ? 1 : 0)
-        case .int(let v): out.tag(.int); out.varint(RecordBytes.zigzag(v))
-        case .uint(let v): out.tag(.uint); out.varint(v)
-        case .double(let v): out.tag(.double); out.fixed(v.bitPattern)
-        case .float(let v): out.tag(.float); out.fixed(v.bitPattern)
-        case .string(let v): out.tag(.string); out.string(v)
-        case .bytes(let v): out.tag(.bytes); out.varint(UInt64(v.count)); out.bytes.append(contentsOf: v)
-        case .date(let v): out.tag(.date); out.fixed(v.bitPattern)
-        case .uuid(let v): out.tag(.uuid); withUnsafeBytes(of: v.uuid) { out.bytes.append(contentsOf: $0) }
-        case .url(let v): out.tag(.url); out.string(v)
-        case .decimal(let v): out.tag(.decimal); out.string(v)
-        case .keyed(let box):
-            out.tag(.keyed)
-            out.varint(UInt64(box.fields.count))
-            for (id, field) in box.fields {
-                out.varint(UInt64(id))
-                write(field, to: &out)
-            }
-        case .unkeyed(let box):
-            out.tag(.unkeyed)
-            out.varint(UInt64(box.values.count))
-            for element in box.values { write(element, to: &out) }
-        case .map(let box):
-            out.tag(.map)
-            out.varint(UInt64(box.entries.count))
-            for (key, element) in box.entries {
-                out.string(key)
-                write(element, to: &out)
-            }
-        case .deferred(let box):
-            write(box.encoder?.value ?? .null, to: &out)
+    /// Writes one value at the end of `segment`, short-cutting the Foundation types the
+    /// format stores natively. Metatype identity is compared rather than casting the value:
+    /// a pointer comparison instead of a runtime dynamic cast per check.
+    func encode<T: Encodable>(_ value: T, into segment: Segment, parent: ValueEncoder?, key: CodingKey?) throws {
+        let type = T.self
+        if type == String.self { return segment.text(value as! String) }
+        if type == Date.self { segment.tag(.date); return segment.fixed((value as! Date).timeIntervalSince1970.bitPattern) }
+        if type == UUID.self { segment.tag(.uuid); return withUnsafeBytes(of: (value as! UUID).uuid) { segment.bytes.append(contentsOf: $0) } }
+        if type == Data.self {
+            let data = value as! Data
+            segment.tag(.bytes)
+            segment.varint(UInt64(data.count))
+            return segment.bytes.append(contentsOf: data)
         }
+        if type == URL.self { segment.tag(.url); return segment.string((value as! URL).absoluteString) }
+        if type == Decimal.self { segment.tag(.decimal); return segment.string((value as! Decimal).description) }
+        let encoder = ValueEncoder(context: self, segment: segment, parent: parent, key: key)
+        try value.encode(to: encoder)
+        encoder.finish()
     }
 }
 
@@ -118,58 +110,115 @@ final class EncodingContext {
 /// a map) rather than a type's coding keys (interned as field names).
 enum DictionaryKeys {
     private static let cache = Mutex<[ObjectIdentifier: Bool]>([:])
+    /// The last key type asked about, with its answer in the low bit (metadata pointers are
+    /// aligned): records of one type ask about the same key type every time.
+    private static let last = Atomic<UInt>(0)
 
     static func isDictionary<Key: CodingKey>(_ type: Key.Type) -> Bool {
         let id = ObjectIdentifier(type)
-        if let known = cache.withLock({ $0[id] }) { return known }
-        let result = String(reflecting: type).contains("DictionaryCodingKey")
-        cache.withLock { $0[id] = result }
+        let pointer = UInt(bitPattern: id)
+        let memo = last.load(ordering: .relaxed)
+        if memo & ~1 == pointer { return memo & 1 == 1 }
+        let result: Bool
+        if let known = cache.withLock({ $0[id] }) {
+            result = known
+        } else {
+            result = String(reflecting: type).contains("DictionaryCodingKey")
+            cache.withLock { $0[id] = result }
+        }
+        last.store(pointer | (result ? 1 : 0), ordering: .relaxed)
         return result
     }
 }
 
+/// The encoder of one value. It writes at the end of its segment; when it opens a
+/// container, the container's tag and a one-byte count placeholder go first, and `finish()`
+/// patches the count (widening the varint if needed) and splices in detached segments.
 final class ValueEncoder: Encoder, CodingPathNode {
+    enum Container { case none, keyed, unkeyed, map, single }
+
     let context: EncodingContext
+    let segment: Segment
     let parent: ValueEncoder?
     let key: CodingKey?
-    var value: EncodedValue?
+    @exclusivity(unchecked) private(set) var container = Container.none
+    @exclusivity(unchecked) private var countPosition = 0
+    @exclusivity(unchecked) var count = 0
+    /// Segments of detached containers, by the position they belong at.
+    private var splices: [(position: Int, encoder: ValueEncoder)] = []
 
-    init(context: EncodingContext, parent: ValueEncoder?, key: CodingKey?) {
+    init(context: EncodingContext, segment: Segment, parent: ValueEncoder?, key: CodingKey?) {
         self.context = context
+        self.segment = segment
         self.parent = parent
         self.key = key
     }
 
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
+    private func open(_ kind: Container, tag: RecordTag) {
+        guard container == .none else { return }
+        container = kind
+        segment.tag(tag)
+        countPosition = segment.bytes.count
+        segment.bytes.append(0)
+    }
+
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
         if DictionaryKeys.isDictionary(type) {
-            if case .map(let box) = value { return KeyedEncodingContainer(MapEncodingContainer(encoder: self, box: box)) }
-            let box = MapBox()
-            value = .map(box)
-            return KeyedEncodingContainer(MapEncodingContainer(encoder: self, box: box))
+            open(.map, tag: .map)
+            return KeyedEncodingContainer(MapEncodingContainer(encoder: self))
         }
-        if case .keyed(let box) = value { return KeyedEncodingContainer(KeyedRecordEncodingContainer(encoder: self, box: box)) }
-        let box = KeyedBox()
-        value = .keyed(box)
-        return KeyedEncodingContainer(KeyedRecordEncodingContainer(encoder: self, box: box))
+        open(.keyed, tag: .keyed)
+        return KeyedEncodingContainer(KeyedRecordEncodingContainer(encoder: self))
     }
 
     func unkeyedContainer() -> UnkeyedEncodingContainer {
-        if case .unkeyed(let box) = value { return UnkeyedRecordEncodingContainer(encoder: self, box: box) }
-        let box = UnkeyedBox()
-        value = .unkeyed(box)
-        return UnkeyedRecordEncodingContainer(encoder: self, box: box)
+        open(.unkeyed, tag: .unkeyed)
+        return UnkeyedRecordEncodingContainer(encoder: self)
     }
 
-    func singleValueContainer() -> SingleValueEncodingContainer { SingleValueRecordEncodingContainer(encoder: self) }
+    func singleValueContainer() -> SingleValueEncodingContainer {
+        container = .single
+        return SingleValueRecordEncodingContainer(encoder: self)
+    }
 
-    /// An encoder whose value is read when the record is written, for `superEncoder`.
-    func deferredEncoder(key: CodingKey) -> (ValueEncoder, EncodedValue) {
-        let nested = ValueEncoder(context: context, parent: self, key: key)
-        let box = DeferredBox()
-        box.encoder = nested
-        return (nested, .deferred(box))
+    /// Encodes a child value in place (it is finished before this returns).
+    func encodeChild<T: Encodable>(_ value: T, key: CodingKey) throws {
+        try context.encode(value, into: segment, parent: self, key: key)
+    }
+
+    /// An encoder for a child filled in later, in its own segment.
+    func detachedChild(key: CodingKey) -> ValueEncoder {
+        let child = ValueEncoder(context: context, segment: Segment(capacity: 32), parent: self, key: key)
+        splices.append((segment.bytes.count, child))
+        return child
+    }
+
+    /// Completes this value: detached children spliced in (last first, so earlier
+    /// positions stay valid), then the element count written.
+    func finish() {
+        for (position, child) in splices.reversed() {
+            child.finish()
+            segment.bytes.insert(contentsOf: child.segment.bytes, at: position)
+        }
+        splices.removeAll()
+        switch container {
+        case .keyed, .unkeyed, .map:
+            if count < 0x80 {
+                segment.bytes[countPosition] = UInt8(count)
+            } else {
+                let width = Segment(capacity: 10)
+                width.varint(UInt64(count))
+                segment.bytes.replaceSubrange(countPosition ... countPosition, with: width.bytes)
+            }
+        case .none:
+            // A value that encoded nothing is an empty struct.
+            segment.tag(.keyed)
+            segment.bytes.append(0)
+        case .single:
+            break
+        }
     }
 }
 
@@ -184,170 +233,169 @@ struct SuperKey: CodingKey {
 
 struct KeyedRecordEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let encoder: ValueEncoder
-    let box: KeyedBox
     var codingPath: [CodingKey] { encoder.codingPath }
 
-    private func put(_ value: EncodedValue, _ key: Key) {
-        let context = encoder.context
-        box.fields.append((context.fields.intern(key.stringValue, at: context.fieldPosition), value))
-        context.fieldPosition += 1
+    @inline(__always) private func field(_ key: CodingKey) -> Segment {
+        encoder.count += 1
+        encoder.segment.varint(UInt64(encoder.context.fieldID(key)))
+        return encoder.segment
     }
 
-    mutating func encodeNil(forKey key: Key) throws { put(.null, key) }
-    mutating func encode(_ value: Bool, forKey key: Key) throws { put(.bool(value), key) }
-    mutating func encode(_ value: String, forKey key: Key) throws { put(.string(value), key) }
-    mutating func encode(_ value: Double, forKey key: Key) throws { put(.double(value), key) }
-    mutating func encode(_ value: Float, forKey key: Key) throws { put(.float(value), key) }
-    mutating func encode(_ value: Int, forKey key: Key) throws { put(.int(Int64(value)), key) }
-    mutating func encode(_ value: Int8, forKey key: Key) throws { put(.int(Int64(value)), key) }
-    mutating func encode(_ value: Int16, forKey key: Key) throws { put(.int(Int64(value)), key) }
-    mutating func encode(_ value: Int32, forKey key: Key) throws { put(.int(Int64(value)), key) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { put(.int(value), key) }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { put(.uint(UInt64(value)), key) }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws { put(.uint(UInt64(value)), key) }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws { put(.uint(UInt64(value)), key) }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws { put(.uint(UInt64(value)), key) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { put(.uint(value), key) }
+    mutating func encodeNil(forKey key: Key) throws { field(key).tag(.null) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { field(key).bool(value) }
+    mutating func encode(_ value: String, forKey key: Key) throws { field(key).text(value) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { field(key).double(value) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { field(key).float(value) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { field(key).int(Int64(value)) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { field(key).int(Int64(value)) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { field(key).int(Int64(value)) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { field(key).int(Int64(value)) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { field(key).int(value) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { field(key).uint(UInt64(value)) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { field(key).uint(UInt64(value)) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { field(key).uint(UInt64(value)) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { field(key).uint(UInt64(value)) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { field(key).uint(value) }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        put(try encoder.context.box(value, parent: encoder, key: key), key)
+        _ = field(key)
+        try encoder.encodeChild(value, key: key)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
-        let nested = ValueEncoder(context: encoder.context, parent: encoder, key: key)
-        let container = nested.container(keyedBy: keyType)
-        put(nested.value ?? .null, key)
-        return container
+        _ = field(key)
+        return encoder.detachedChild(key: key).container(keyedBy: keyType)
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> UnkeyedEncodingContainer {
-        let nested = ValueEncoder(context: encoder.context, parent: encoder, key: key)
-        let container = nested.unkeyedContainer()
-        put(nested.value ?? .null, key)
-        return container
+        _ = field(key)
+        return encoder.detachedChild(key: key).unkeyedContainer()
     }
 
     mutating func superEncoder() -> Encoder {
-        let (nested, value) = encoder.deferredEncoder(key: SuperKey())
-        box.fields.append((encoder.context.fields.intern(SuperKey().stringValue), value))
-        return nested
+        _ = field(SuperKey())
+        return encoder.detachedChild(key: SuperKey())
     }
 
     mutating func superEncoder(forKey key: Key) -> Encoder {
-        let (nested, value) = encoder.deferredEncoder(key: key)
-        put(value, key)
-        return nested
+        _ = field(key)
+        return encoder.detachedChild(key: key)
     }
 }
 
 struct MapEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let encoder: ValueEncoder
-    let box: MapBox
     var codingPath: [CodingKey] { encoder.codingPath }
 
-    mutating func encodeNil(forKey key: Key) throws { box.entries.append((key.stringValue, .null)) }
+    @inline(__always) private func entry(_ key: CodingKey) {
+        encoder.count += 1
+        encoder.segment.string(key.stringValue)
+    }
+
+    mutating func encodeNil(forKey key: Key) throws {
+        entry(key)
+        encoder.segment.tag(.null)
+    }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        box.entries.append((key.stringValue, try encoder.context.box(value, parent: encoder, key: key)))
+        entry(key)
+        try encoder.encodeChild(value, key: key)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
-        let nested = ValueEncoder(context: encoder.context, parent: encoder, key: key)
-        let container = nested.container(keyedBy: keyType)
-        box.entries.append((key.stringValue, nested.value ?? .null))
-        return container
+        entry(key)
+        return encoder.detachedChild(key: key).container(keyedBy: keyType)
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> UnkeyedEncodingContainer {
-        let nested = ValueEncoder(context: encoder.context, parent: encoder, key: key)
-        let container = nested.unkeyedContainer()
-        box.entries.append((key.stringValue, nested.value ?? .null))
-        return container
+        entry(key)
+        return encoder.detachedChild(key: key).unkeyedContainer()
     }
 
     mutating func superEncoder() -> Encoder {
-        let (nested, value) = encoder.deferredEncoder(key: SuperKey())
-        box.entries.append((SuperKey().stringValue, value))
-        return nested
+        entry(SuperKey())
+        return encoder.detachedChild(key: SuperKey())
     }
 
     mutating func superEncoder(forKey key: Key) -> Encoder {
-        let (nested, value) = encoder.deferredEncoder(key: key)
-        box.entries.append((key.stringValue, value))
-        return nested
+        entry(key)
+        return encoder.detachedChild(key: key)
     }
 }
 
 struct UnkeyedRecordEncodingContainer: UnkeyedEncodingContainer {
     let encoder: ValueEncoder
-    let box: UnkeyedBox
     var codingPath: [CodingKey] { encoder.codingPath }
-    var count: Int { box.values.count }
+    var count: Int { encoder.count }
 
-    mutating func encodeNil() throws { box.values.append(.null) }
-    mutating func encode(_ value: Bool) throws { box.values.append(.bool(value)) }
-    mutating func encode(_ value: String) throws { box.values.append(.string(value)) }
-    mutating func encode(_ value: Double) throws { box.values.append(.double(value)) }
-    mutating func encode(_ value: Float) throws { box.values.append(.float(value)) }
-    mutating func encode(_ value: Int) throws { box.values.append(.int(Int64(value))) }
-    mutating func encode(_ value: Int64) throws { box.values.append(.int(value)) }
-    mutating func encode(_ value: UInt64) throws { box.values.append(.uint(value)) }
+    @inline(__always) private func element() -> Segment {
+        encoder.count += 1
+        return encoder.segment
+    }
+
+    mutating func encodeNil() throws { element().tag(.null) }
+    mutating func encode(_ value: Bool) throws { element().bool(value) }
+    mutating func encode(_ value: String) throws { element().text(value) }
+    mutating func encode(_ value: Double) throws { element().double(value) }
+    mutating func encode(_ value: Float) throws { element().float(value) }
+    mutating func encode(_ value: Int) throws { element().int(Int64(value)) }
+    mutating func encode(_ value: Int8) throws { element().int(Int64(value)) }
+    mutating func encode(_ value: Int16) throws { element().int(Int64(value)) }
+    mutating func encode(_ value: Int32) throws { element().int(Int64(value)) }
+    mutating func encode(_ value: Int64) throws { element().int(value) }
+    mutating func encode(_ value: UInt) throws { element().uint(UInt64(value)) }
+    mutating func encode(_ value: UInt8) throws { element().uint(UInt64(value)) }
+    mutating func encode(_ value: UInt16) throws { element().uint(UInt64(value)) }
+    mutating func encode(_ value: UInt32) throws { element().uint(UInt64(value)) }
+    mutating func encode(_ value: UInt64) throws { element().uint(value) }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
-        switch value {
-        case let v as Int8: box.values.append(.int(Int64(v)))
-        case let v as Int16: box.values.append(.int(Int64(v)))
-        case let v as Int32: box.values.append(.int(Int64(v)))
-        case let v as UInt: box.values.append(.uint(UInt64(v)))
-        case let v as UInt8: box.values.append(.uint(UInt64(v)))
-        case let v as UInt16: box.values.append(.uint(UInt64(v)))
-        case let v as UInt32: box.values.append(.uint(UInt64(v)))
-        default: box.values.append(try encoder.context.box(value, parent: encoder, key: IndexKey(box.values.count)))
-        }
+        let key = IndexKey(encoder.count)
+        _ = element()
+        try encoder.encodeChild(value, key: key)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
-        let nested = ValueEncoder(context: encoder.context, parent: encoder, key: IndexKey(box.values.count))
-        let container = nested.container(keyedBy: keyType)
-        box.values.append(nested.value ?? .null)
-        return container
+        let key = IndexKey(encoder.count)
+        _ = element()
+        return encoder.detachedChild(key: key).container(keyedBy: keyType)
     }
 
     mutating func nestedUnkeyedContainer() -> UnkeyedEncodingContainer {
-        let nested = ValueEncoder(context: encoder.context, parent: encoder, key: IndexKey(box.values.count))
-        let container = nested.unkeyedContainer()
-        box.values.append(nested.value ?? .null)
-        return container
+        let key = IndexKey(encoder.count)
+        _ = element()
+        return encoder.detachedChild(key: key).unkeyedContainer()
     }
 
     mutating func superEncoder() -> Encoder {
-        let (nested, value) = encoder.deferredEncoder(key: IndexKey(box.values.count))
-        box.values.append(value)
-        return nested
+        let key = IndexKey(encoder.count)
+        _ = element()
+        return encoder.detachedChild(key: key)
     }
 }
 
 struct SingleValueRecordEncodingContainer: SingleValueEncodingContainer {
     let encoder: ValueEncoder
     var codingPath: [CodingKey] { encoder.codingPath }
+    private var segment: Segment { encoder.segment }
 
-    mutating func encodeNil() throws { encoder.value = .null }
-    mutating func encode(_ value: Bool) throws { encoder.value = .bool(value) }
-    mutating func encode(_ value: String) throws { encoder.value = .string(value) }
-    mutating func encode(_ value: Double) throws { encoder.value = .double(value) }
-    mutating func encode(_ value: Float) throws { encoder.value = .float(value) }
-    mutating func encode(_ value: Int) throws { encoder.value = .int(Int64(value)) }
-    mutating func encode(_ value: Int8) throws { encoder.value = .int(Int64(value)) }
-    mutating func encode(_ value: Int16) throws { encoder.value = .int(Int64(value)) }
-    mutating func encode(_ value: Int32) throws { encoder.value = .int(Int64(value)) }
-    mutating func encode(_ value: Int64) throws { encoder.value = .int(value) }
-    mutating func encode(_ value: UInt) throws { encoder.value = .uint(UInt64(value)) }
-    mutating func encode(_ value: UInt8) throws { encoder.value = .uint(UInt64(value)) }
-    mutating func encode(_ value: UInt16) throws { encoder.value = .uint(UInt64(value)) }
-    mutating func encode(_ value: UInt32) throws { encoder.value = .uint(UInt64(value)) }
-    mutating func encode(_ value: UInt64) throws { encoder.value = .uint(value) }
+    mutating func encodeNil() throws { segment.tag(.null) }
+    mutating func encode(_ value: Bool) throws { segment.bool(value) }
+    mutating func encode(_ value: String) throws { segment.text(value) }
+    mutating func encode(_ value: Double) throws { segment.double(value) }
+    mutating func encode(_ value: Float) throws { segment.float(value) }
+    mutating func encode(_ value: Int) throws { segment.int(Int64(value)) }
+    mutating func encode(_ value: Int8) throws { segment.int(Int64(value)) }
+    mutating func encode(_ value: Int16) throws { segment.int(Int64(value)) }
+    mutating func encode(_ value: Int32) throws { segment.int(Int64(value)) }
+    mutating func encode(_ value: Int64) throws { segment.int(value) }
+    mutating func encode(_ value: UInt) throws { segment.uint(UInt64(value)) }
+    mutating func encode(_ value: UInt8) throws { segment.uint(UInt64(value)) }
+    mutating func encode(_ value: UInt16) throws { segment.uint(UInt64(value)) }
+    mutating func encode(_ value: UInt32) throws { segment.uint(UInt64(value)) }
+    mutating func encode(_ value: UInt64) throws { segment.uint(value) }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
-        encoder.value = try encoder.context.box(value, parent: encoder.parent, key: encoder.key)
+        try encoder.context.encode(value, into: segment, parent: encoder.parent, key: encoder.key)
     }
 }

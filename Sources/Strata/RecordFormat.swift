@@ -133,35 +133,8 @@ struct IndexKey: CodingKey {
     init?(intValue: Int) { self.intValue = intValue }
 }
 
-/// Appends record values.
-struct RecordBytes {
-    var bytes: [UInt8] = []
-
-    init(capacity: Int) { bytes.reserveCapacity(capacity) }
-
-    mutating func tag(_ t: RecordTag) { bytes.append(t.rawValue) }
-
-    mutating func varint(_ v: UInt64) {
-        var v = v
-        while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        bytes.append(UInt8(v))
-    }
-
-    mutating func fixed<T: FixedWidthInteger>(_ v: T) {
-        withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) }
-    }
-
-    mutating func string(_ s: String) {
-        var s = s
-        s.withUTF8 { utf8 in
-            varint(UInt64(utf8.count))
-            bytes.append(contentsOf: utf8)
-        }
-    }
-
-    static func zigzag(_ v: Int64) -> UInt64 { UInt64(bitPattern: (v << 1) ^ (v >> 63)) }
-    static func unzigzag(_ v: UInt64) -> Int64 { Int64(bitPattern: v >> 1) ^ -Int64(bitPattern: v & 1) }
+/// Signed integers as unsigned, small magnitudes first: 0, -1, 1, -2, … → 0, 1, 2, 3, …
+enum ZigZag {
+    static func encode(_ v: Int64) -> UInt64 { UInt64(bitPattern: (v << 1) ^ (v >> 63)) }
+    static func decode(_ v: UInt64) -> Int64 { Int64(bitPattern: v >> 1) ^ -Int64(bitPattern: v & 1) }
 }
