@@ -16,12 +16,11 @@ public protocol TreeReading {
     func treeHandle(_ name: String, forIteration: Bool) throws -> TreeHandle
     /// The names of all trees, sorted.
     var treeNames: [String] { get }
+    /// Whether a tree with this name exists.
+    func hasTree(_ name: String) -> Bool
 }
 
 extension TreeReading {
-    /// Whether a tree with this name exists.
-    public func hasTree(_ name: String) -> Bool { treeNames.contains(name) }
-
     /// The value stored for `key` in `tree`, or nil.
     ///
     /// ```swift
@@ -99,6 +98,8 @@ public final class Snapshot: TreeReading, Sendable {
     }
 
     public var treeNames: [String] { trees.keys.sorted() }
+
+    public func hasTree(_ name: String) -> Bool { trees[name] != nil }
 }
 
 /// Applies tree mutations for one owner id: shared by write transactions and log replay.
@@ -183,6 +184,8 @@ public final class WriteTransaction: TreeReading {
     }
 
     public var treeNames: [String] { changes.trees.keys.sorted() }
+
+    public func hasTree(_ name: String) -> Bool { changes.trees[name] != nil }
 
     private func checkOpen() throws {
         if isFinished { throw StrataError.transactionFinished }

@@ -1,0 +1,195 @@
+// Hot-path benchmarks: record codec vs Foundation's JSON coders, key encoding, checksums,
+// engine put/get/scan, and W1 operations through the typed layer.
+//
+//   cd Benchmarks && swift package benchmark
+//   swift package benchmark baseline update main      # save a baseline
+//   swift package benchmark baseline compare main     # compare the working tree with it
+import Benchmark
+import Foundation
+import Strata
+import StrataEngine
+
+/// W1's record (../shared/WORKLOAD.md).
+struct User: Model, Equatable {
+    var id: Int64
+    var name: String
+    var email: String
+    var age: Int
+    var score: Double
+    var createdAt: Int64
+
+    static let schema = Schema<User>(primaryKey: \.id)
+
+    static func make(_ i: Int, rng: inout SplitMix) -> User {
+        let length = Int(rng.next() % 9) + 8
+        let name = String((0 ..< length).map { _ in Character(UnicodeScalar(UInt8(97 + rng.next() % 26))) })
+        return User(id: Int64(i), name: name, email: name + "@example.com", age: Int(18 + rng.next() % 73),
+                    score: Double(rng.next() % 10_000) / 100, createdAt: 1_700_000_000 + Int64(rng.next() % 10_000_000))
+    }
+}
+
+/// The same records in a collection with an index on age, for scan.index.
+struct IndexedUser: Model {
+    var id: Int64
+    var name: String
+    var email: String
+    var age: Int
+    var score: Double
+    var createdAt: Int64
+
+    static let collectionName = "IndexedUser"
+    static let schema = Schema<IndexedUser>(primaryKey: \.id, indexes: [.index(\.age)])
+
+    init(_ u: User) { (id, name, email, age, score, createdAt) = (u.id, u.name, u.email, u.age, u.score, u.createdAt) }
+}
+
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Data shared by the benchmarks, built once.
+final class Fixture: @unchecked Sendable {
+    static let shared = Fixture()
+    static let records = 100_000
+
+    let users: [User]
+    let encoded: [[UInt8]]
+    let json: [Data]
+    let fields: FieldTable
+    let storage: StrataStorage
+    let lookupOrder: [Int64]
+
+    private init() {
+        var rng = SplitMix(state: 42)
+        users = (0 ..< Self.records).map { User.make($0, rng: &rng) }
+        var table = FieldTable()
+        encoded = users.map { try! RecordEncoder.encode($0, fields: &table, collection: "User") }
+        fields = table
+        json = users.map { try! JSONEncoder().encode($0) }
+        lookupOrder = users.map(\.id).shuffled(using: &rng)
+        let path = NSTemporaryDirectory() + "strata-bench-\(ProcessInfo.processInfo.processIdentifier).strata"
+        try? FileManager.default.removeItem(atPath: path)
+        var options = Database.Options(durability: .relaxed)
+        options.cacheSize = 512 << 20
+        storage = try! StrataStorage(path: path, options: options)
+        for chunk in stride(from: 0, to: users.count, by: 10_000) {
+            let slice = Array(users[chunk ..< min(chunk + 10_000, users.count)])
+            try! storage.persist(slice)
+            try! storage.persist(slice.map(IndexedUser.init))
+        }
+        try! storage.database.checkpoint()
+    }
+}
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .throughput, .mallocCountTotal],
+        scalingFactor: .kilo,
+        maxDuration: .seconds(3),
+        maxIterations: 50)
+
+    // MARK: Record codec vs JSON (issue 3: the codec must beat JSON by a wide margin)
+
+    Benchmark("Codec encode Strata (1k W1 users)") { benchmark in
+        let fixture = Fixture.shared
+        var fields = fixture.fields
+        for i in benchmark.scaledIterations {
+            blackHole(try RecordEncoder.encode(fixture.users[i % Fixture.records], fields: &fields, collection: "User"))
+        }
+    }
+
+    Benchmark("Codec encode JSONEncoder (1k W1 users)") { benchmark in
+        let fixture = Fixture.shared
+        let encoder = JSONEncoder()
+        for i in benchmark.scaledIterations {
+            blackHole(try encoder.encode(fixture.users[i % Fixture.records]))
+        }
+    }
+
+    Benchmark("Codec decode Strata (1k W1 users)") { benchmark in
+        let fixture = Fixture.shared
+        for i in benchmark.scaledIterations {
+            blackHole(try RecordDecoder.decode(User.self, from: fixture.encoded[i % Fixture.records], fields: fixture.fields, collection: "User"))
+        }
+    }
+
+    Benchmark("Codec decode JSONDecoder (1k W1 users)") { benchmark in
+        let fixture = Fixture.shared
+        let decoder = JSONDecoder()
+        for i in benchmark.scaledIterations {
+            blackHole(try decoder.decode(User.self, from: fixture.json[i % Fixture.records]))
+        }
+    }
+
+    // MARK: Engine primitives
+
+    Benchmark("Key encode (Int64, String) x1k") { benchmark in
+        for i in benchmark.scaledIterations { blackHole(Key(Int64(i), "user").bytes) }
+    }
+
+    Benchmark("XXH64 4 KiB page x1k") { benchmark in
+        let page = [UInt8](repeating: 7, count: 4096)
+        for _ in benchmark.scaledIterations { blackHole(XXH64.hash(page, seed: 1)) }
+    }
+
+    Benchmark("Engine get (random keys, 1k)") { benchmark in
+        let fixture = Fixture.shared
+        let snapshot = try fixture.storage.database.snapshot()
+        for i in benchmark.scaledIterations {
+            blackHole(try snapshot.withValue(Key(fixture.lookupOrder[i % Fixture.records]).bytes, in: "c:User") { $0.count })
+        }
+    }
+
+    Benchmark("Engine scan (100k records)", configuration: .init(scalingFactor: .one)) { benchmark in
+        let snapshot = try Fixture.shared.storage.database.snapshot()
+        for _ in benchmark.scaledIterations {
+            var bytes = 0
+            try snapshot.scan("c:User") { _, value in bytes &+= value.count; return true }
+            blackHole(bytes)
+        }
+    }
+
+    Benchmark("Engine put (1k per transaction, relaxed)", configuration: .init(scalingFactor: .one)) { benchmark in
+        let path = NSTemporaryDirectory() + "strata-bench-put-\(UUID().uuidString).strata"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let db = try Database(path: path, options: .init(durability: .relaxed))
+        try db.write { try $0.createTree("t") }
+        let value = [UInt8](repeating: 1, count: 60)
+        for round in benchmark.scaledIterations {
+            try db.write { tx in
+                for i in 0 ..< 1000 { try tx.put(value, forKey: Key(round * 1000 + i).bytes, in: "t") }
+            }
+        }
+        try db.close()
+    }
+
+    // MARK: W1 through the typed layer
+
+    Benchmark("Typed get (W1, random primary keys, 1k)") { benchmark in
+        let fixture = Fixture.shared
+        try fixture.storage.read { reader in
+            for i in benchmark.scaledIterations {
+                blackHole(try reader.read(User.self, primaryKey: fixture.lookupOrder[i % Fixture.records]))
+            }
+        }
+    }
+
+    Benchmark("Typed scan.filter (W1, 30 <= age <= 40, 100k records)", configuration: .init(scalingFactor: .one)) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(try Fixture.shared.storage.count(User.filter(.between(\.age, 30 ... 40))))
+        }
+    }
+
+    Benchmark("Typed scan.index (W1, 30 <= age <= 40 by index, 100k records)", configuration: .init(scalingFactor: .one)) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(try Fixture.shared.storage.count(IndexedUser.filter(.between(\.age, 30 ... 40))))
+        }
+    }
+}
