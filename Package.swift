@@ -8,6 +8,10 @@ let package = Package(
         .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataConformance", targets: ["StrataConformance"]),
         .executable(name: "strata-demo", targets: ["StrataDemo"]),
+        .executable(name: "storedump", targets: ["storedump"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -20,10 +24,14 @@ let package = Package(
         // The behaviour every Storage backend must have, for backends' own test targets.
         .target(name: "StrataConformance", dependencies: ["Strata"]),
         .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine", "Strata"]),
+        .executableTarget(name: "storedump", dependencies: [
+            "Strata", "StrataEngine", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
         // Child process driven by the crash and locking tests (kill -9, second writer).
         .executableTarget(name: "StrataCrashChild", dependencies: ["StrataEngine"]),
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataCrashChild"]),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataConformance"]),
+        .testTarget(name: "StoredumpTests", dependencies: ["storedump", "Strata", "StrataEngine"]),
     ],
     swiftLanguageModes: [.v6]
 )

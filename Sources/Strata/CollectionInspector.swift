@@ -1,0 +1,195 @@
+import Foundation
+import StrataEngine
+
+/// The collections of a Strata file, read without their Swift types: the catalog, records
+/// as `RecordValue`s, lookups by key text, and index verification. What `storedump` uses.
+///
+/// ```swift
+/// let collections = try CollectionInspector(snapshot: try Database(path: p, options: .init(readOnly: true)).snapshot())
+/// for record in try collections.records(in: "User", limit: 10) { print(record.value.json) }
+/// ```
+public struct CollectionInspector {
+    public struct Collection: Codable, Sendable, Equatable {
+        public struct Index: Codable, Sendable, Equatable {
+            public var name: String
+            public var fields: [String]
+            public var unique: Bool
+            public var entries: Int
+        }
+
+        public var name: String
+        public var records: Int
+        public var primaryKey: [String]
+        /// The primary key's element types, as stored (from the first record's key).
+        public var primaryKeyTypes: [String]
+        public var fields: [String]
+        public var indexes: [Index]
+        public var modelType: String
+        public var nextID: Int64?
+    }
+
+    public struct Record: Sendable {
+        public var key: Key
+        public var value: RecordValue
+    }
+
+    let snapshot: Snapshot
+
+    public init(snapshot: Snapshot) {
+        self.snapshot = snapshot
+    }
+
+    func entry(_ name: String) throws -> CatalogEntry {
+        guard let entry = try CatalogEntry.load(name, from: snapshot), snapshot.hasTree(entry.recordsTree) else {
+            throw StorageError.schemaMismatch(collection: name, reason: "no such collection; the file has \(try names().joined(separator: ", "))")
+        }
+        return entry
+    }
+
+    public func names() throws -> [String] {
+        guard snapshot.hasTree(CatalogEntry.tree) else { return [] }
+        var names: [String] = []
+        try snapshot.scan(CatalogEntry.tree) { key, _ in
+            if case .string(let name)? = try Key(bytes: Array(key)).elements().first { names.append(name) }
+            return true
+        }
+        return names
+    }
+
+    public func collections() throws -> [Collection] {
+        try names().map { try collection($0) }
+    }
+
+    public func collection(_ name: String) throws -> Collection {
+        let entry = try entry(name)
+        var keyTypes: [String] = []
+        let cursor = try snapshot.cursor(entry.recordsTree)
+        if try cursor.first() { keyTypes = try Key(bytes: cursor.key).elements().map(\.typeName) }
+        return Collection(
+            name: name, records: try snapshot.count(in: entry.recordsTree), primaryKey: entry.primaryKey, primaryKeyTypes: keyTypes,
+            fields: entry.fields,
+            indexes: try entry.indexes.map { .init(name: $0.name, fields: $0.fields, unique: $0.unique, entries: try snapshot.count(in: entry.indexTree($0.name))) },
+            modelType: entry.modelType, nextID: entry.nextID)
+    }
+
+    /// Records in primary-key order, from `start` (a key), up to `limit`.
+    public func records(in name: String, from start: Key? = nil, limit: Int? = nil, _ body: (Record) throws -> Bool) throws {
+        let entry = try entry(name)
+        let fields = FieldTable(names: entry.fields)
+        var seen = 0
+        let range = start.map { KeyRange(lower: .included($0.bytes)) } ?? .all
+        try snapshot.scan(entry.recordsTree, in: range) { key, value in
+            if let limit, seen >= limit { return false }
+            seen += 1
+            return try body(Record(key: Key(bytes: Array(key)), value: try RecordValue.decode(Array(value), fields: fields, collection: name)))
+        }
+    }
+
+    /// The record whose primary key is `text`, parsed as the collection's key types
+    /// (comma-separated for composite keys).
+    public func record(in name: String, keyText text: String) throws -> Record? {
+        let entry = try entry(name)
+        let key = try parseKey(text, types: try collection(name).primaryKeyTypes)
+        guard let bytes = try snapshot.get(key.bytes, in: entry.recordsTree) else { return nil }
+        return Record(key: key, value: try RecordValue.decode(bytes, fields: FieldTable(names: entry.fields), collection: name))
+    }
+
+    /// Parses key text by element types (`int`, `uint`, `double`, `string`, `uuid`, `bool`, `date`).
+    public func parseKey(_ text: String, types: [String]) throws -> Key {
+        let parts = types.count > 1 ? text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) } : [text]
+        guard parts.count == max(types.count, 1) else {
+            throw KeyParseError(text: text, reason: "expected \(types.count) comma-separated values (\(types.joined(separator: ", ")))")
+        }
+        var key = Key()
+        for (part, type) in zip(parts, types.isEmpty ? ["string"] : types) {
+            switch type {
+            case "int": guard let v = Int64(part) else { throw KeyParseError(text: part, reason: "not an integer") }; key.append(v)
+            case "uint": guard let v = UInt64(part) else { throw KeyParseError(text: part, reason: "not an unsigned integer") }; key.append(v)
+            case "double": guard let v = Double(part) else { throw KeyParseError(text: part, reason: "not a number") }; key.append(v)
+            case "uuid": guard let v = UUID(uuidString: part) else { throw KeyParseError(text: part, reason: "not a UUID") }; key.append(v)
+            case "bool": guard let v = Bool(part) else { throw KeyParseError(text: part, reason: "not true or false") }; key.append(v)
+            case "date":
+                guard let v = try? Date(part, strategy: .iso8601) else { throw KeyParseError(text: part, reason: "not an ISO 8601 date") }
+                key.append(v)
+            default: key.append(part)
+            }
+        }
+        return key
+    }
+
+    /// Checks every index entry against the records: each names an existing record whose
+    /// fields give the entry's key, and each record has its entries. Returns the faults.
+    public func verifyIndexes() throws -> [String] {
+        var faults: [String] = []
+        for name in try names() {
+            do {
+                try verifyIndexes(of: name, into: &faults)
+            } catch {
+                // A record or entry that does not read is a fault of its own, reported with
+                // its offset by the engine's checks; the index check stops for this collection.
+                faults.append("collection '\(name)': indexes not checked: \(error)")
+            }
+        }
+        return faults
+    }
+
+    private func verifyIndexes(of name: String, into faults: inout [String]) throws {
+        let entry = try entry(name)
+        let fields = FieldTable(names: entry.fields)
+        for index in entry.indexes {
+            let tree = entry.indexTree(index.name)
+            guard snapshot.hasTree(tree) else {
+                faults.append("collection '\(name)': index '\(index.name)' is in the catalog but its tree is missing")
+                continue
+            }
+            var expected = Set<[UInt8]>()
+            var skipped = false
+            try snapshot.scan(entry.recordsTree) { key, value in
+                let record = try RecordValue.decode(Array(value), fields: fields, collection: name)
+                var indexKey = Key()
+                for field in index.fields {
+                    guard (record.value(at: field) ?? .null).appendKey(to: &indexKey) else { skipped = true; return false }
+                }
+                expected.insert(index.unique ? indexKey.bytes : indexKey.bytes + Array(key))
+                return true
+            }
+            if skipped { continue }  // fields that keys cannot hold: the model decides
+            var found = 0
+            try snapshot.scan(tree) { key, primaryKey in
+                found += 1
+                if !expected.contains(Array(key)) {
+                    faults.append("collection '\(name)': index '\(index.name)' entry \(Key(bytes: Array(key))) matches no record's fields")
+                } else if try snapshot.get(Array(primaryKey), in: entry.recordsTree) == nil {
+                    faults.append("collection '\(name)': index '\(index.name)' entry \(Key(bytes: Array(key))) names missing record \(Key(bytes: Array(primaryKey)))")
+                }
+                return true
+            }
+            if found != expected.count {
+                faults.append("collection '\(name)': index '\(index.name)' has \(found) entries for \(expected.count) records")
+            }
+        }
+    }
+}
+
+public struct KeyParseError: Error, CustomStringConvertible {
+    public var text: String
+    public var reason: String
+    public var description: String { "cannot read key '\(text)': \(reason)" }
+}
+
+extension KeyElement {
+    /// The element's type as `CollectionInspector.parseKey` names it.
+    public var typeName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "bool"
+        case .int: "int"
+        case .uint: "uint"
+        case .double: "double"
+        case .string: "string"
+        case .bytes: "bytes"
+        case .date: "date"
+        case .uuid: "uuid"
+        }
+    }
+}

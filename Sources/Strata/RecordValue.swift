@@ -1,0 +1,179 @@
+import Foundation
+import StrataEngine
+
+/// A record decoded without its Swift type, through the collection's field table: what
+/// `storedump` prints. Struct fields keep their stored order.
+public indirect enum RecordValue: Sendable, Equatable {
+    public struct Field: Sendable, Equatable {
+        public var name: String
+        public var value: RecordValue
+    }
+
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case uint(UInt64)
+    case double(Double)
+    case string(String)
+    case bytes(Data)
+    case date(Date)
+    case uuid(UUID)
+    case url(String)
+    case decimal(String)
+    case object([Field])
+    case array([RecordValue])
+    case map([Field])
+
+    /// Decodes a record; throws `RecordError.corruptRecord` on malformed bytes.
+    public static func decode(_ bytes: [UInt8], fields: FieldTable, collection: String) throws -> RecordValue {
+        try bytes.withUnsafeBytes { buffer in
+            let context = DecodingContext(buffer: buffer, fields: fields, collection: collection)
+            var position = 0
+            let value = try read(context, &position)
+            guard position == buffer.count else { throw context.corrupt("\(buffer.count - position) bytes after the record") }
+            return value
+        }
+    }
+
+    private static func read(_ c: DecodingContext, _ p: inout Int) throws -> RecordValue {
+        let tag = try c.tag(at: p)
+        let start = p
+        p += 1
+        switch tag {
+        case .null: return .null
+        case .bool:
+            p = try c.skip(at: start)
+            return .bool(c.buffer[start + 1] != 0)
+        case .int: return .int(ZigZag.decode(try c.varint(at: &p)))
+        case .uint: return .uint(try c.varint(at: &p))
+        case .double, .date:
+            let bits = try c.fixed(UInt64.self, at: p)
+            p += 8
+            return tag == .double ? .double(Double(bitPattern: bits)) : .date(Date(timeIntervalSince1970: Double(bitPattern: bits)))
+        case .float:
+            let bits = try c.fixed(UInt32.self, at: p)
+            p += 4
+            return .double(Double(Float(bitPattern: bits)))
+        case .uuid:
+            p = try c.skip(at: start)
+            var uuid = UUID().uuid
+            withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: c.buffer[start + 1 ..< start + 17])) }
+            return .uuid(UUID(uuid: uuid))
+        case .string, .url, .decimal:
+            let (text, end) = try c.string(at: p)
+            p = end
+            return tag == .string ? .string(text) : tag == .url ? .url(text) : .decimal(text)
+        case .bytes:
+            let (bytes, end) = try c.lengthPrefixed(at: p)
+            p = end
+            return .bytes(Data(bytes))
+        case .keyed:
+            let count = try c.varint(at: &p)
+            var fields: [Field] = []
+            for _ in 0 ..< count {
+                let id = try c.varint(at: &p)
+                guard let name = c.fields.name(of: UInt32(truncatingIfNeeded: id)) else {
+                    throw c.corrupt("field id \(id) is not in the collection's field table")
+                }
+                fields.append(Field(name: name, value: try read(c, &p)))
+            }
+            return .object(fields)
+        case .unkeyed:
+            let count = try c.varint(at: &p)
+            var elements: [RecordValue] = []
+            for _ in 0 ..< count { elements.append(try read(c, &p)) }
+            return .array(elements)
+        case .map:
+            let count = try c.varint(at: &p)
+            var entries: [Field] = []
+            for _ in 0 ..< count {
+                let (key, end) = try c.string(at: p)
+                p = end
+                entries.append(Field(name: key, value: try read(c, &p)))
+            }
+            return .map(entries)
+        }
+    }
+
+    /// The value of a dotted property path (`address.city`), or nil when absent.
+    public func value(at path: String) -> RecordValue? {
+        var current = self
+        for part in path.split(separator: ".") {
+            guard case .object(let fields) = current, let field = fields.first(where: { $0.name == part }) else { return nil }
+            current = field.value
+        }
+        return current
+    }
+
+    /// Appends this value to a key as Swift would encode the same field (for index checks);
+    /// false for values keys cannot hold (structs, arrays).
+    func appendKey(to key: inout Key) -> Bool {
+        switch self {
+        case .null: key.append(Optional<Int>.none)
+        case .bool(let v): key.append(v)
+        case .int(let v): key.append(v)
+        case .uint(let v): key.append(v)
+        case .double(let v): key.append(v)
+        case .string(let v), .url(let v), .decimal(let v): key.append(v)
+        case .bytes(let v): key.append(v)
+        case .date(let v): key.append(v)
+        case .uuid(let v): key.append(v)
+        case .object, .array, .map: return false
+        }
+        return true
+    }
+
+    /// JSON text, fields in stored order; Data as base64, dates as ISO 8601.
+    public var json: String {
+        var out = ""
+        writeJSON(to: &out)
+        return out
+    }
+
+    private func writeJSON(to out: inout String) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let v): out += v ? "true" : "false"
+        case .int(let v): out += String(v)
+        case .uint(let v): out += String(v)
+        case .double(let v): out += v.isFinite ? "\(v)" : "\"\(v)\""
+        case .string(let v), .url(let v): Self.quote(v, into: &out)
+        case .decimal(let v): out += v
+        case .bytes(let v): Self.quote(v.base64EncodedString(), into: &out)
+        case .date(let v): Self.quote(v.ISO8601Format(.iso8601.year().month().day().time(includingFractionalSeconds: true)), into: &out)
+        case .uuid(let v): Self.quote(v.uuidString, into: &out)
+        case .object(let fields), .map(let fields):
+            out += "{"
+            for (i, field) in fields.enumerated() {
+                if i > 0 { out += "," }
+                Self.quote(field.name, into: &out)
+                out += ":"
+                field.value.writeJSON(to: &out)
+            }
+            out += "}"
+        case .array(let elements):
+            out += "["
+            for (i, element) in elements.enumerated() {
+                if i > 0 { out += "," }
+                element.writeJSON(to: &out)
+            }
+            out += "]"
+        }
+    }
+
+    static func quote(_ s: String, into out: inout String) {
+        out += "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += "\""
+    }
+}

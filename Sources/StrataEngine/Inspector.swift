@@ -1,0 +1,200 @@
+import Foundation
+
+/// Read-only inspection of a Strata file, for tools such as `storedump` and for tests: the
+/// header and slots, every frame, any page, and verification of every structure. It opens
+/// the file read-only (no lock), so it is safe while another process writes; it sees the
+/// state as of opening.
+///
+/// ```swift
+/// let inspector = try Inspector(path: "app.strata")
+/// print(try inspector.info().checkpoint?.sequence ?? 0)
+/// let faults = try inspector.verify()        // empty when the file is sound
+/// ```
+public final class Inspector: Sendable {
+    /// The read-only database the inspection works on.
+    public let database: Database
+    let store: PageStore
+
+    public init(path: String) throws {
+        database = try Database(path: path, options: Database.Options(readOnly: true))
+        store = try database.snapshot().store
+    }
+
+    // MARK: Info
+
+    public struct SlotInfo: Codable, Sendable, Equatable {
+        public var offset: UInt64
+        public var valid: Bool
+        public var generation: UInt64?
+        public var checkpointOffset: UInt64?
+        public var sequence: UInt64?
+    }
+
+    public struct CommitInfo: Codable, Sendable, Equatable {
+        public var sequence: UInt64
+        public var offset: UInt64
+        public var time: Date
+    }
+
+    public struct TreeInfo: Codable, Sendable, Equatable {
+        public var name: String
+        public var entries: Int
+    }
+
+    public struct FileInfo: Codable, Sendable, Equatable {
+        public var path: String
+        public var fileSize: UInt64
+        public var magic: String
+        public var readVersion: UInt16
+        public var writeVersion: UInt16
+        public var pageSize: Int
+        public var salt: String
+        public var created: Date
+        public var slots: [SlotInfo]
+        /// The checkpoint recovery starts from.
+        public var checkpoint: CommitInfo?
+        /// The newest commit (from the log after the checkpoint, or the checkpoint itself).
+        public var lastCommit: CommitInfo?
+        public var logBytesSinceCheckpoint: UInt64
+        /// Bytes at the end of the file that recovery would drop (an interrupted write).
+        public var tornTailBytes: UInt64
+        public var trees: [TreeInfo]
+    }
+
+    public func info() throws -> FileInfo {
+        let header = store.header
+        let counters = database.writerCounters()
+        let snapshot = try database.snapshot()
+        let slots = try FileHeader.slotOffsets.map { offset -> SlotInfo in
+            guard let slot = CheckpointSlot.decode(try store.readBytes(count: 64, at: offset), salt: header.salt) else {
+                return SlotInfo(offset: offset, valid: false)
+            }
+            return SlotInfo(offset: offset, valid: true, generation: slot.generation, checkpointOffset: slot.checkpoint?.offset, sequence: slot.sequence)
+        }
+        var checkpoint: CommitInfo?
+        if let address = counters.checkpoint {
+            let record = try Recovery.readCheckpoint(at: address, store: store)
+            checkpoint = CommitInfo(sequence: record.sequence, offset: address.offset, time: Date(milliseconds: record.timeMilliseconds))
+        }
+        var lastCommit = checkpoint
+        try walkFrames(from: counters.checkpoint?.end ?? FileHeader.dataStart, upTo: counters.end) { frame in
+            if frame.type == FrameType.log.description, let sequence = frame.sequence, let time = frame.time {
+                lastCommit = CommitInfo(sequence: sequence, offset: frame.offset, time: time)
+            }
+            return true
+        }
+        return FileInfo(
+            path: database.path, fileSize: try store.file.size(), magic: String(decoding: FileHeader.magic, as: UTF8.self),
+            readVersion: header.readVersion, writeVersion: header.writeVersion, pageSize: Int(header.pageSize),
+            salt: String(header.salt, radix: 16), created: Date(milliseconds: header.createdAtMilliseconds), slots: slots,
+            checkpoint: checkpoint, lastCommit: lastCommit, logBytesSinceCheckpoint: counters.logBytes,
+            tornTailBytes: database.openReport.tornBytes,
+            trees: snapshot.treeNames.map { TreeInfo(name: $0, entries: Int(snapshot.trees[$0]!.entryCount)) })
+    }
+
+    // MARK: Frames
+
+    public struct FrameInfo: Codable, Sendable, Equatable {
+        public var offset: UInt64
+        public var type: String
+        public var storedLength: UInt32
+        public var rawLength: UInt32
+        public var compressed: Bool
+        public var checksumOK: Bool
+        /// Commit or checkpoint sequence, for log and checkpoint frames.
+        public var sequence: UInt64?
+        public var time: Date?
+        /// What the payload holds: operations, entries, children, trees, bytes.
+        public var detail: String?
+        public var error: String?
+
+        public var length: UInt64 { UInt64(FrameHeader.size) + UInt64(storedLength) }
+    }
+
+    /// Visits the frames from `start` (default: the first) until `body` returns false or
+    /// the end. A frame that fails verification is reported with its error; when its header
+    /// itself is unreadable the walk stops there (no length to continue by).
+    public func walkFrames(from start: UInt64? = nil, _ body: (FrameInfo) throws -> Bool) throws {
+        try walkFrames(from: start ?? Inspector.firstFrameOffset, upTo: try store.file.size(), body)
+    }
+
+    /// Where the first frame of every file starts.
+    public static var firstFrameOffset: UInt64 { FileHeader.dataStart }
+
+    func walkFrames(from start: UInt64, upTo end: UInt64, _ body: (FrameInfo) throws -> Bool) throws {
+        var position = max(start, FileHeader.dataStart)
+        while position < end {
+            let info = try frame(at: position, fileSize: end)
+            guard try body(info) else { return }
+            guard info.storedLength > 0 || info.error == nil, info.type != "unreadable" else { return }
+            position += info.length
+        }
+    }
+
+    /// The frame at `offset`, verified and described.
+    public func frame(at offset: UInt64) throws -> FrameInfo {
+        try frame(at: offset, fileSize: try store.file.size())
+    }
+
+    private func frame(at offset: UInt64, fileSize: UInt64) throws -> FrameInfo {
+        let context = store.context(offset, "frame")
+        let headerBytes = try store.readBytes(count: FrameHeader.size, at: offset)
+        let header: FrameHeader
+        do {
+            guard headerBytes.count == FrameHeader.size else { throw context.error("incomplete frame header (\(headerBytes.count) bytes)") }
+            header = try headerBytes.withUnsafeBytes { try FrameHeader.parse($0, context: context) }
+        } catch let StrataError.corruption(_, _, reason) {
+            return FrameInfo(offset: offset, type: "unreadable", storedLength: 0, rawLength: 0, compressed: false, checksumOK: false, error: reason)
+        }
+        var info = FrameInfo(offset: offset, type: header.type.description, storedLength: header.storedLength, rawLength: header.rawLength,
+                             compressed: header.isCompressed, checksumOK: false)
+        guard offset + UInt64(header.frameLength) <= fileSize else {
+            info.error = "frame of \(header.frameLength) bytes runs past the end of the file (torn write)"
+            return info
+        }
+        let bytes = headerBytes + (try store.readBytes(count: Int(header.storedLength), at: offset + UInt64(FrameHeader.size)))
+        do {
+            let payload = try Frame.payload(of: bytes, header: header, offset: offset, salt: store.salt, context: context)
+            info.checksumOK = true
+            try describe(&info, payload: payload, header: header, offset: offset)
+        } catch let StrataError.corruption(_, _, reason) {
+            info.error = reason
+        }
+        return info
+    }
+
+    private func describe(_ info: inout FrameInfo, payload: [UInt8], header: FrameHeader, offset: UInt64) throws {
+        let context = store.context(offset, "\(header.type) frame")
+        switch header.type {
+        case .log:
+            var puts = 0, deletes = 0, treeOps = 0
+            let batch = try LogBatchReader.read(payload, context: context) { op in
+                switch op {
+                case .put: puts += 1
+                case .delete: deletes += 1
+                case .createTree, .dropTree: treeOps += 1
+                }
+            }
+            info.sequence = batch.sequence
+            info.time = Date(milliseconds: batch.timeMilliseconds)
+            info.detail = "commit \(batch.sequence): \(puts) put, \(deletes) delete" + (treeOps > 0 ? ", \(treeOps) tree" : "")
+        case .page:
+            let address = FrameAddress(offset: offset, length: UInt32(header.frameLength))
+            switch try PageCodec.decode(payload, address: address, limits: store.limits, context: context) {
+            case .leaf(let leaf): info.detail = "leaf, \(leaf.count) entries"
+            case .branch(let branch): info.detail = "branch, \(branch.children.count) children"
+            }
+        case .value:
+            info.detail = "value, \(payload.count) bytes"
+        case .checkpoint:
+            let record = try CheckpointRecord.decode(payload, at: offset, context: context)
+            info.sequence = record.sequence
+            info.time = Date(milliseconds: record.timeMilliseconds)
+            info.detail = "checkpoint of commit \(record.sequence), \(record.trees.count) trees"
+        }
+    }
+}
+
+extension Date {
+    init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
+}

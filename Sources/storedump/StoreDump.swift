@@ -1,0 +1,323 @@
+import ArgumentParser
+import Foundation
+import Strata
+import StrataEngine
+
+/// `storedump`: look inside a Strata file, verify it, and see where the space goes.
+/// Read-only except `compact`; safe while another process writes (it reads the state as of
+/// opening).
+@main
+struct StoreDump: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "storedump",
+        abstract: "Inspect, verify and compact Strata database files.",
+        discussion: "Every subcommand is read-only except compact. Add --json for machine-readable output.",
+        subcommands: [Info.self, Collections.self, Frames.self, Tree.self, Dump.self, Get.self, Verify.self, Stats.self, Compact.self])
+}
+
+struct FileOptions: ParsableArguments {
+    @Argument(help: "The database file.")
+    var file: String
+
+    @Flag(help: "Print JSON instead of tables.")
+    var json = false
+
+    func inspector() throws -> Inspector {
+        guard FileManager.default.fileExists(atPath: file) else { throw StoreDumpError("no such file: \(file)") }
+        return try Inspector(path: file)
+    }
+}
+
+/// Runs a subcommand body, turning any error into one line on stderr and exit status 2.
+func reporting(_ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let exit as ExitCode {
+        throw exit
+    } catch {
+        Output.error("\(error)")
+        throw ExitCode(2)
+    }
+}
+
+struct StoreDumpError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+struct Info: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Header, slots, latest checkpoint and commit, trees, torn tail.")
+    @OptionGroup var options: FileOptions
+
+    func run() throws {
+        try reporting {
+            let info = try options.inspector().info()
+            if options.json { return try Output.json(info) }
+            print("file           \(info.path) (\(Output.bytes(info.fileSize)))")
+            print("format         \(info.magic), read version \(info.readVersion), write version \(info.writeVersion), page size \(info.pageSize)")
+            print("salt           \(info.salt)")
+            print("created        \(Output.date(info.created))")
+            for slot in info.slots {
+                print("slot @\(slot.offset)".padding(toLength: 15, withPad: " ", startingAt: 0)
+                    + (slot.valid ? "generation \(slot.generation ?? 0), checkpoint \(slot.checkpointOffset.map { "@\($0)" } ?? "none"), sequence \(slot.sequence ?? 0)" : "empty or invalid"))
+            }
+            print("checkpoint     " + (info.checkpoint.map { "commit \($0.sequence) @\($0.offset), \(Output.date($0.time))" } ?? "none"))
+            print("last commit    " + (info.lastCommit.map { "commit \($0.sequence) @\($0.offset), \(Output.date($0.time))" } ?? "none"))
+            print("log tail       \(Output.bytes(info.logBytesSinceCheckpoint)) since the checkpoint (replayed at open)")
+            print("tail           " + (info.tornTailBytes == 0 ? "clean" : "\(info.tornTailBytes) torn bytes (an interrupted write; the next writable open drops them)"))
+            print("")
+            Output.table(["tree", "entries"], info.trees.map { [$0.name, "\($0.entries)"] })
+        }
+    }
+}
+
+struct Collections: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Collections: records, fields, primary key and indexes.")
+    @OptionGroup var options: FileOptions
+
+    func run() throws {
+        try reporting {
+            let collections = try CollectionInspector(snapshot: options.inspector().database.snapshot()).collections()
+            if options.json { return try Output.json(collections) }
+            for c in collections {
+                print("\(c.name): \(c.records) records (\(c.modelType))")
+                print("  primary key  \(zip(c.primaryKey, c.primaryKeyTypes + Array(repeating: "?", count: c.primaryKey.count)).map { "\($0) \($1)" }.joined(separator: ", "))")
+                print("  fields       \(c.fields.joined(separator: ", "))")
+                for index in c.indexes {
+                    print("  index        \(index.name) (\(index.fields.joined(separator: ", ")))\(index.unique ? " unique" : ""), \(index.entries) entries")
+                }
+                if let next = c.nextID { print("  next id      \(next)") }
+            }
+        }
+    }
+}
+
+struct Frames: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Every frame: offset, type, lengths, compression, checksum.")
+    @OptionGroup var options: FileOptions
+    @Option(help: "Only frames of this type: log, page, value, checkpoint.") var type: String?
+    @Option(help: "Start at this offset (a frame boundary).") var from: UInt64?
+    @Option(help: "At most this many frames.") var limit: Int?
+
+    func run() throws {
+        try reporting {
+            if let type, !FrameType.allCases.map(\.description).contains(type) {
+                throw StoreDumpError("unknown frame type '\(type)'; use log, page, value or checkpoint")
+            }
+            var frames: [Inspector.FrameInfo] = []
+            try options.inspector().walkFrames(from: from) { frame in
+                if type == nil || frame.type == type { frames.append(frame) }
+                return limit.map { frames.count < $0 } ?? true
+            }
+            if options.json { return try Output.json(frames) }
+            Output.table(["offset", "type", "stored", "raw", "ratio", "checksum", "content"], frames.map { f in
+                [String(f.offset), f.type, String(f.storedLength), String(f.rawLength),
+                 f.rawLength == 0 ? "-" : String(format: "%.2f", Double(f.storedLength) / Double(f.rawLength)),
+                 f.checksumOK ? "ok" : "BAD", f.error ?? f.detail ?? ""]
+            })
+        }
+    }
+}
+
+struct Tree: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "A B-tree's shape (depth, pages per level, fan-out, fill, key ranges), or one page.")
+    @OptionGroup var options: FileOptions
+    @Argument(help: "A tree name, or a collection name (its records tree).") var name: String?
+    @Option(help: "Show the page at this offset instead.") var page: UInt64?
+    @Flag(help: "With --page, include the frame's raw bytes.") var hex = false
+
+    func run() throws {
+        try reporting {
+            let inspector = try options.inspector()
+            if let page {
+                let info = try inspector.page(at: page, hex: hex)
+                if options.json { return try Output.json(info) }
+                print("\(info.kind) page @\(info.offset): \(info.storedBytes) bytes stored, \(info.rawBytes) raw")
+                if info.kind == "leaf" {
+                    Output.table(["key", "value bytes", "out of line"], info.entries.map { [$0.key, String($0.valueLength), $0.valueOffset.map { "@\($0)" } ?? ""] })
+                } else {
+                    Output.table(["child", "length", "keys from"], info.children.map { ["@\($0.offset)", String($0.length), $0.lowerKey ?? "(start)"] })
+                }
+                if let hex = info.hex { print(hex) }
+                return
+            }
+            guard let name else { throw StoreDumpError("name a tree (see `storedump info`) or pass --page OFFSET") }
+            let trees = try inspector.database.snapshot().treeNames
+            let tree = trees.contains(name) ? name : trees.contains("c:" + name) ? "c:" + name : name
+            let shape = try inspector.shape(of: tree)
+            if options.json { return try Output.json(shape) }
+            print("tree \(shape.tree): \(shape.entries) entries, depth \(shape.depth)")
+            Output.table(["level", "pages", "fan-out", "fill"], shape.levels.map {
+                [String($0.depth), String($0.pages), String(format: "%.1f", $0.averageFanOut), String(format: "%.0f%%", $0.fill * 100)]
+            })
+            print("")
+            Output.table(["page", "level", "kind", "entries", "bytes", "first key", "last key"], shape.pages.prefix(200).map {
+                [$0.offset.map { "@\($0)" } ?? "(memory)", String($0.depth), $0.kind, String($0.entries), String($0.bytes), $0.firstKey ?? "", $0.lastKey ?? ""]
+            })
+            if shape.pages.count > 200 { print("… \(shape.pages.count - 200) more pages (use --json for all)") }
+        }
+    }
+}
+
+struct Dump: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Every record of a collection as JSON lines, in primary-key order.")
+    @OptionGroup var options: FileOptions
+    @Argument(help: "The collection.") var collection: String
+    @Option(help: "At most this many records.") var limit: Int?
+    @Option(help: "Start at this primary key (text, comma-separated for composite keys).") var from: String?
+
+    func run() throws {
+        try reporting {
+            let collections = try CollectionInspector(snapshot: options.inspector().database.snapshot())
+            let start = try from.map { try collections.parseKey($0, types: try collections.collection(collection).primaryKeyTypes) }
+            try collections.records(in: collection, from: start, limit: limit) { record in
+                print(record.value.json)
+                return true
+            }
+        }
+    }
+}
+
+struct Get: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "One record by primary key, as JSON.")
+    @OptionGroup var options: FileOptions
+    @Argument(help: "The collection.") var collection: String
+    @Argument(help: "The primary key, as text (comma-separated for composite keys).") var key: String
+
+    func run() throws {
+        try reporting {
+            let collections = try CollectionInspector(snapshot: options.inspector().database.snapshot())
+            guard let record = try collections.record(in: collection, keyText: key) else {
+                throw StoreDumpError("collection '\(collection)' has no record with primary key \(key)")
+            }
+            print(record.value.json)
+        }
+    }
+}
+
+struct Verify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check checksums, pages, B-tree invariants, out-of-line values, the commit chain and indexes.",
+        discussion: "Exit status 0 when clean, 1 when a fault is found, 2 when the file cannot be read.")
+    @OptionGroup var options: FileOptions
+    @Flag(help: "Only frame checksums and the commit chain.") var quick = false
+
+    struct Report: Encodable {
+        var clean: Bool
+        var faults: [Inspector.Fault]
+    }
+
+    func run() throws {
+        var clean = true
+        try reporting {
+            let inspector: Inspector
+            do {
+                inspector = try options.inspector()
+            } catch let StrataError.corruption(_, offset, reason) {
+                // Damage that stops the file from opening is itself the finding.
+                let fault = Inspector.Fault(severity: .error, offset: offset, message: reason)
+                clean = false
+                if options.json { return try Output.json(Report(clean: false, faults: [fault])) }
+                print(fault)
+                print("1 fault (the file does not open; see `storedump frames` for the rest)")
+                return
+            }
+            var faults = try inspector.verify(quick: quick) { Output.progress("verifying", $0, $1) }
+            if !quick {
+                faults += try CollectionInspector(snapshot: inspector.database.snapshot()).verifyIndexes()
+                    .map { Inspector.Fault(severity: .error, offset: 0, message: $0) }
+            }
+            clean = !faults.contains { $0.severity == .error }
+            if options.json { return try Output.json(Report(clean: clean, faults: faults)) }
+            for fault in faults { print(fault) }
+            print(clean ? "clean" + (faults.isEmpty ? "" : " (\(faults.count) warnings)") : "\(faults.filter { $0.severity == .error }.count) faults")
+        }
+        if !clean { throw ExitCode(1) }
+    }
+}
+
+struct Stats: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Where the space goes: per tree, live and dead bytes, compression, fill, what compact would reclaim.")
+    @OptionGroup var options: FileOptions
+
+    func run() throws {
+        try reporting {
+            let space = try options.inspector().database.analyzeSpace()
+            if options.json { return try Output.json(StatsReport(space)) }
+            Output.table(["tree", "entries", "depth", "pages", "stored", "raw", "ratio", "fill", "out of line"], space.trees.map { t in
+                [t.name, String(t.entryCount), String(t.depth), String(t.leafPages + t.branchPages), Output.bytes(t.storedBytes), Output.bytes(t.rawBytes),
+                 t.rawBytes == 0 ? "-" : String(format: "%.2f", Double(t.storedBytes) / Double(t.rawBytes)), String(format: "%.0f%%", t.fillFactor * 100),
+                 t.overflowValues == 0 ? "" : "\(t.overflowValues) (\(Output.bytes(t.overflowStoredBytes)))"]
+            })
+            print("")
+            print("file      \(Output.bytes(space.fileSize))")
+            print("live      \(Output.bytes(space.liveBytes)) (header, latest checkpoint and what it references, log tail)")
+            print("dead      \(Output.bytes(space.deadBytes)) (superseded pages and checkpointed log: `storedump compact` reclaims about this much)")
+        }
+    }
+}
+
+struct StatsReport: Encodable {
+    var fileSize: UInt64
+    var liveBytes: UInt64
+    var deadBytes: UInt64
+    var trees: [Tree]
+
+    struct Tree: Encodable {
+        var name: String
+        var entries: Int
+        var depth: Int
+        var leafPages: Int
+        var branchPages: Int
+        var storedBytes: UInt64
+        var rawBytes: UInt64
+        var fillFactor: Double
+        var overflowValues: Int
+        var overflowStoredBytes: UInt64
+    }
+
+    init(_ space: SpaceReport) {
+        fileSize = space.fileSize
+        liveBytes = space.liveBytes
+        deadBytes = space.deadBytes
+        trees = space.trees.map {
+            Tree(name: $0.name, entries: $0.entryCount, depth: $0.depth, leafPages: $0.leafPages, branchPages: $0.branchPages,
+                 storedBytes: $0.storedBytes, rawBytes: $0.rawBytes, fillFactor: $0.fillFactor, overflowValues: $0.overflowValues,
+                 overflowStoredBytes: $0.overflowStoredBytes)
+        }
+    }
+}
+
+struct Compact: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Rewrite the live data compactly: into a new file, or in place (crash-safe).")
+    @OptionGroup var options: FileOptions
+    @Option(help: "Write the compacted copy here; the original is left as it is.") var output: String?
+    @Flag(help: "Replace the file itself (needs the write lock).") var inPlace = false
+
+    struct Result: Encodable {
+        var bytesBefore: UInt64
+        var bytesAfter: UInt64
+        var output: String
+    }
+
+    func run() throws {
+        try reporting {
+            guard (output != nil) != inPlace else { throw StoreDumpError("pass exactly one of --output PATH or --in-place") }
+            guard FileManager.default.fileExists(atPath: options.file) else { throw StoreDumpError("no such file: \(options.file)") }
+            let target: String
+            if let output {
+                guard !FileManager.default.fileExists(atPath: output) else { throw StoreDumpError("\(output) already exists; choose a new path") }
+                // Copy, then compact the copy in place: the original is only read.
+                try FileManager.default.copyItem(atPath: options.file, toPath: output)
+                target = output
+            } else {
+                target = options.file
+            }
+            let db = try Database(path: target)
+            let result = try db.compact()
+            try db.close()
+            if options.json { return try Output.json(Result(bytesBefore: result.bytesBefore, bytesAfter: result.bytesAfter, output: target)) }
+            print("compacted \(target): \(Output.bytes(result.bytesBefore)) -> \(Output.bytes(result.bytesAfter))")
+        }
+    }
+}

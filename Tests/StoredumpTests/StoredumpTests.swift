@@ -1,0 +1,212 @@
+import Foundation
+import Strata
+import StrataEngine
+import Testing
+
+/// Runs the built `storedump` as a process on files the tests create.
+struct StoredumpRun {
+    var output: String
+    var errors: String
+    var status: Int32
+}
+
+func storedump(_ arguments: String...) throws -> StoredumpRun {
+    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("storedump")
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let output = out.fileHandleForReading.readDataToEndOfFile(), errors = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return StoredumpRun(output: String(decoding: output, as: UTF8.self), errors: String(decoding: errors, as: UTF8.self), status: process.terminationStatus)
+}
+
+struct Book: Model, Equatable {
+    var id: Int64
+    var title: String
+    var author: String
+    var year: Int
+    var summary: String
+    static let schema = Schema<Book>(primaryKey: \.id, indexes: [.index(\.year), .unique(\.title)])
+}
+
+/// A database with a collection, an index, an out-of-line value and a log tail.
+func makeLibrary() throws -> String {
+    let path = NSTemporaryDirectory() + "storedump-" + UUID().uuidString + ".strata"
+    var options = Database.Options()
+    options.checkpointOnClose = false
+    let storage = try StrataStorage(path: path, options: options)
+    try storage.persist((1 ... 40).map { Book(id: $0, title: "Book \($0)", author: ["Le Guin", "Lem", "Calvino"][Int($0) % 3], year: 1950 + Int($0), summary: $0 == 7 ? String(repeating: "long summary ", count: 400) : "short") })
+    try storage.database.checkpoint()
+    try storage.persist(Book(id: 41, title: "Book 41", author: "Lem", year: 1999, summary: "after the checkpoint"))
+    try storage.close()
+    return path
+}
+
+func frames(_ path: String) throws -> [[String: Any]] {
+    let run = try storedump("frames", path, "--json")
+    return try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as! [[String: Any]]
+}
+
+func flipByte(_ path: String, at offset: UInt64) throws {
+    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+    try handle.seek(toOffset: offset)
+    let byte = try handle.read(upToCount: 1)![0]
+    try handle.seek(toOffset: offset)
+    try handle.write(contentsOf: [byte ^ 0x5A])
+    try handle.close()
+}
+
+@Suite("storedump", .serialized)
+struct StoredumpTests {
+    @Test("info shows the header, checkpoint, last commit and trees, as text and JSON")
+    func info() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let text = try storedump("info", path)
+        #expect(text.status == 0)
+        #expect(text.output.contains("STRATADB, read version 1, write version 1, page size 4096"))
+        #expect(text.output.contains("tail           clean"))
+        #expect(text.output.contains("c:Book"))
+        let json = try JSONSerialization.jsonObject(with: Data(try storedump("info", path, "--json").output.utf8)) as! [String: Any]
+        #expect((json["lastCommit"] as! [String: Any])["sequence"] as! Int == 2)
+        #expect((json["checkpoint"] as! [String: Any])["sequence"] as! Int == 1)
+        #expect((json["trees"] as! [[String: Any]]).contains { $0["name"] as? String == "i:Book:year" && $0["entries"] as? Int == 41 })
+    }
+
+    @Test("info reports a torn tail that recovery would drop")
+    func tornTail() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data([0x12, 0x34, 0x56, 0x78, 0x9A, 0, 0, 0, 0x53, 0x46, 1, 0, 0xFF, 0, 0, 0]))
+        try handle.close()
+        #expect(try storedump("info", path).output.contains("16 torn bytes"))
+        let verify = try storedump("verify", path)
+        #expect(verify.status == 0, "a torn tail is a warning")
+        #expect(verify.output.contains("warning") && verify.output.contains("torn tail"))
+    }
+
+    @Test("collections lists fields, primary key and indexes from the catalog")
+    func collections() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let run = try storedump("collections", path)
+        #expect(run.output.contains("Book: 41 records"))
+        #expect(run.output.contains("primary key  id int"))
+        #expect(run.output.contains("fields       id, title, author, year, summary"))
+        #expect(run.output.contains("index        title (title) unique, 41 entries"))
+    }
+
+    @Test("frames lists every frame with its checksum, and filters by type")
+    func framesList() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let all = try frames(path)
+        #expect(all.allSatisfy { $0["checksumOK"] as? Bool == true })
+        #expect(Set(all.map { $0["type"] as! String }) == ["log", "page", "value", "checkpoint"])
+        let logs = try storedump("frames", path, "--type", "log")
+        #expect(logs.output.split(separator: "\n").count == 3)
+        #expect(logs.output.contains("commit 2: 3 put"))  // the record and its two index entries
+        #expect(try storedump("frames", path, "--type", "bogus").status == 2)
+    }
+
+    @Test("dump prints records as JSON lines in primary-key order; get finds one by key")
+    func dumpAndGet() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let lines = try storedump("dump", path, "Book", "--limit", "3").output.split(separator: "\n")
+        #expect(lines.count == 3)
+        #expect(lines[0] == #"{"id":1,"title":"Book 1","author":"Lem","year":1951,"summary":"short"}"#)
+        let from = try storedump("dump", path, "Book", "--from", "40").output.split(separator: "\n")
+        #expect(from.count == 2)
+        #expect(try storedump("get", path, "Book", "41").output.contains(#""summary":"after the checkpoint""#))
+        let missing = try storedump("get", path, "Book", "999")
+        #expect(missing.status == 2 && missing.errors.contains("no record with primary key 999"))
+        let badKey = try storedump("get", path, "Book", "abc")
+        #expect(badKey.status == 2 && badKey.errors.contains("not an integer"))
+        let unknown = try storedump("dump", path, "Nope")
+        #expect(unknown.status == 2 && unknown.errors.contains("no such collection"))
+    }
+
+    @Test("tree shows the shape of a collection's tree and any page")
+    func tree() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let shape = try JSONSerialization.jsonObject(with: Data(try storedump("tree", path, "Book", "--json").output.utf8)) as! [String: Any]
+        #expect(shape["entries"] as? Int == 41)
+        let page = try frames(path).first { $0["type"] as? String == "page" && ($0["detail"] as? String ?? "").hasPrefix("leaf") }!["offset"] as! Int
+        let run = try storedump("tree", path, "--page", String(page))
+        #expect(run.status == 0 && run.output.contains("leaf page @\(page)"))
+    }
+
+    @Test("verify passes a clean file and names the offset of a damaged page, value and log frame")
+    func verify() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let clean = try storedump("verify", path)
+        #expect(clean.status == 0 && clean.output.contains("clean"), "\(clean.output)\(clean.errors)")
+        let all = try frames(path)
+        for type in ["page", "value", "log"] {
+            let copy = path + ".\(type)"
+            try FileManager.default.copyItem(atPath: path, toPath: copy)
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            // The first frame of the type: damage mid-file, not the torn tail.
+            let frame = all.first { $0["type"] as? String == type }!
+            let offset = frame["offset"] as! Int
+            try flipByte(copy, at: UInt64(offset + 30))
+            let run = try storedump("verify", copy)
+            #expect(run.status == 1, "\(type): \(run.output)\(run.errors)")
+            #expect(run.output.contains("error at offset \(offset)"), "\(type): \(run.output)")
+        }
+    }
+
+    @Test("compact shrinks a file with many overwrites while its dump stays identical")
+    func compact() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let storage = try StrataStorage(path: path)
+        for round in 0 ..< 30 {
+            try storage.persist((1 ... 40).map { Book(id: $0, title: "Book \($0)", author: "A", year: 2000 + round, summary: "round \(round)") })
+        }
+        try storage.close()
+        let before = try storedump("dump", path, "Book").output
+        let output = path + ".compacted"
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let run = try storedump("compact", path, "--output", output, "--json")
+        #expect(run.status == 0, "\(run.errors)")
+        let sizes = try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as! [String: Any]
+        #expect((sizes["bytesAfter"] as! Int) < (sizes["bytesBefore"] as! Int) / 2)
+        #expect(try storedump("dump", output, "Book").output == before)
+        #expect(try storedump("verify", output).status == 0)
+        #expect(try storedump("compact", path, "--in-place").status == 0)
+        #expect(try storedump("dump", path, "Book").output == before)
+        #expect(try storedump("compact", path).status == 2)
+    }
+
+    @Test("stats shows live and dead bytes per file and per tree")
+    func stats() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let json = try JSONSerialization.jsonObject(with: Data(try storedump("stats", path, "--json").output.utf8)) as! [String: Any]
+        #expect((json["liveBytes"] as! Int) + (json["deadBytes"] as! Int) == json["fileSize"] as! Int)
+        #expect((json["trees"] as! [[String: Any]]).contains { $0["name"] as? String == "c:Book" && $0["overflowValues"] as? Int == 1 })
+        #expect(try storedump("stats", path).output.contains("dead"))
+    }
+
+    @Test("errors are one line on stderr with a non-zero exit")
+    func errors() throws {
+        let missing = try storedump("info", "/nonexistent/file.strata")
+        #expect(missing.status == 2 && missing.errors == "storedump: no such file: /nonexistent/file.strata\n")
+        let text = NSTemporaryDirectory() + "not-strata-" + UUID().uuidString
+        try Data(String(repeating: "hello ", count: 1000).utf8).write(to: URL(fileURLWithPath: text))
+        defer { try? FileManager.default.removeItem(atPath: text) }
+        let foreign = try storedump("info", text)
+        #expect(foreign.status == 2 && foreign.errors.contains("is not a Strata database"))
+        #expect(!foreign.errors.contains("\n\n"))
+    }
+}
