@@ -59,11 +59,7 @@ extension MemoryReading {
 
     func matching<M: Model>(_ query: Query<M>) throws -> [([UInt8], M)] {
         var matches = try models(M.self).filter { try query.matches($0.1) }
-        if !query.sortKeys.isEmpty {
-            var sorted = matches.map(\.1)
-            query.sort(&sorted)
-            matches = sorted.map { (M.schema.primaryKey(of: $0).bytes, $0) }
-        }
+        query.sort(&matches) { $0.1 }
         return Array(query.window(matches))
     }
 

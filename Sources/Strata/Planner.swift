@@ -2,10 +2,27 @@ import Foundation
 import StrataEngine
 
 /// A tree the planner can read: the primary key or one index, keyed by its first field.
-struct AccessCandidate {
+/// Fields are identified by key paths in typed queries and by names in `storedump`.
+struct AccessCandidate<Field: Hashable> {
     enum Kind { case primaryKey, index(name: String, unique: Bool) }
     let kind: Kind
-    let firstField: AnyKeyPath
+    let firstField: Field
+}
+
+/// What the planner needs to know about a query.
+struct PlanRequest<Field: Hashable> {
+    var collection: String
+    /// AND-ed conditions on single fields.
+    var conditions: [(Field, FieldBounds)]
+    /// Whether other conditions (OR, NOT, …) must also be checked on each record.
+    var hasOpaque: Bool
+    var hasConditions: Bool
+    /// Sort keys: the field (nil when not a plain field) and direction.
+    var sort: [(field: Field?, ascending: Bool)]
+    var limit: Int?
+    var offset: Int
+
+    var needed: Int? { limit.map { offset + $0 } }
 }
 
 /// What to read for a query.
@@ -21,8 +38,9 @@ struct ChosenAccess {
 /// Chooses how to run a query: point lookups beat ranges, the primary key beats an index,
 /// and with no usable condition a sort on an indexed field with a limit walks that index.
 enum Planner {
-    static func choose<M: Model>(_ query: Query<M>, collection: String, candidates: [AccessCandidate]) -> ChosenAccess {
-        let (conditions, hasOpaque) = query.planTerm.conjuncts
+    static func choose<Field>(_ query: PlanRequest<Field>, candidates: [AccessCandidate<Field>]) -> ChosenAccess {
+        let collection = query.collection
+        let (conditions, hasOpaque) = (query.conditions, query.hasOpaque)
         var best: (score: Int, access: ChosenAccess, consumed: Int)?
         for candidate in candidates {
             let onField = conditions.enumerated().filter { $0.element.0 == candidate.firstField }
@@ -52,9 +70,9 @@ enum Planner {
                 let description = isPoints ? nil : describe(ranges.first)
                 // The tree returns records in its first field's order (ties by primary key):
                 // a sort on that field alone needs no sorting, and a limit stops early.
-                let inOrder = query.sortKeys.count == 1 && query.sortKeys[0].keyPath == candidate.firstField
+                let inOrder = query.sort.count == 1 && query.sort[0].field == candidate.firstField
                 var chosen = ChosenAccess(source: source, ranges: ranges, plan: plan(query, collection, access, description, residual: residual, inOrder: inOrder))
-                chosen.reverse = inOrder && !query.sortKeys[0].ascending
+                chosen.reverse = inOrder && !query.sort[0].ascending
                 best = (score, chosen, onField.count)
             }
         }
@@ -65,9 +83,9 @@ enum Planner {
 
     /// With no usable condition, a query sorted by a field that leads an index (or the
     /// primary key), with a limit, reads that tree in order and stops early.
-    private static func indexOrder<M: Model>(_ query: Query<M>, collection: String, candidates: [AccessCandidate], residual: Bool) -> ChosenAccess? {
-        guard query.sortKeys.count == 1, let sortPath = query.sortKeys[0].keyPath, query.limit != nil else { return nil }
-        let descending = !query.sortKeys[0].ascending
+    private static func indexOrder<Field>(_ query: PlanRequest<Field>, collection: String, candidates: [AccessCandidate<Field>], residual: Bool) -> ChosenAccess? {
+        guard query.sort.count == 1, let sortPath = query.sort[0].field, query.limit != nil else { return nil }
+        let descending = !query.sort[0].ascending
         for candidate in candidates where candidate.firstField == sortPath {
             let name: String
             let source: ChosenAccess.Source
@@ -83,7 +101,7 @@ enum Planner {
         return nil
     }
 
-    private static func plan<M>(_ query: Query<M>, _ collection: String, _ access: QueryPlan.Access, _ range: String?, residual: Bool, inOrder: Bool) -> QueryPlan {
+    private static func plan<Field>(_ query: PlanRequest<Field>, _ collection: String, _ access: QueryPlan.Access, _ range: String?, residual: Bool, inOrder: Bool) -> QueryPlan {
         // Unsorted results come in primary-key order on every backend, so records found
         // through an index are put back in that order.
         let readsIndex: Bool
@@ -91,7 +109,7 @@ enum Planner {
         case .indexRange, .indexPoints: readsIndex = true
         default: readsIndex = false
         }
-        let sorts = (!query.sortKeys.isEmpty || readsIndex) && !inOrder
+        let sorts = (!query.sort.isEmpty || readsIndex) && !inOrder
         return QueryPlan(collection: collection, access: access, range: range, residualFilter: residual,
                          sortsInMemory: sorts, stopsAfter: sorts ? nil : query.needed)
     }

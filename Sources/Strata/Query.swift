@@ -76,18 +76,25 @@ public struct Query<M: Model>: Sendable {
         .and(filters.map(\.plan) + predicates.map(PredicateAnalysis.plan))
     }
 
-    /// Orders `models` by the sort keys (stable).
-    func sort(_ models: inout [M]) {
+    /// The query as the planner sees it: fields are key paths.
+    func planRequest(collection: String) -> PlanRequest<AnyKeyPath> {
+        let (conditions, hasOpaque) = planTerm.conjuncts
+        return PlanRequest(collection: collection, conditions: conditions, hasOpaque: hasOpaque, hasConditions: hasConditions,
+                           sort: sortKeys.map { ($0.keyPath, $0.ascending) }, limit: limit, offset: offset)
+    }
+
+    /// Orders `items` by the sort keys applied to their models (stable).
+    func sort<T>(_ items: inout [T], by model: (T) -> M) {
         guard !sortKeys.isEmpty else { return }
         let keys = sortKeys
-        let indexed = models.enumerated().sorted { a, b in
+        let indexed = items.enumerated().sorted { a, b in
             for key in keys {
-                let result = key.compare(a.element, b.element)
+                let result = key.compare(model(a.element), model(b.element))
                 if result != .orderedSame { return (result == .orderedAscending) == key.ascending }
             }
             return a.offset < b.offset
         }
-        models = indexed.map(\.element)
+        items = indexed.map(\.element)
     }
 
     /// Applies offset and limit to a sorted result.

@@ -114,99 +114,20 @@ struct CollectionAccess<M: Model> {
     }
 
     func choose(_ query: Query<M>) -> ChosenAccess {
-        var candidates = [AccessCandidate(kind: .primaryKey, firstField: M.schema.primaryKey[0].keyPath)]
+        var candidates = [AccessCandidate<AnyKeyPath>(kind: .primaryKey, firstField: M.schema.primaryKey[0].keyPath)]
         for index in builtIndexes {
             candidates.append(AccessCandidate(kind: .index(name: index.name, unique: index.isUnique), firstField: index.fields[0].keyPath))
         }
-        return Planner.choose(query, collection: name, candidates: candidates)
-    }
-
-    /// Visits the candidates of the chosen access path in its order, with their primary keys.
-    private func candidates(_ access: ChosenAccess, _ visit: ([UInt8], M) throws -> Bool) throws {
-        switch access.source {
-        case nil, .primaryKey?:
-            for range in access.reverse ? access.ranges.reversed() : access.ranges {
-                var more = true
-                try engine.scan(state.entry.recordsTree, in: range, reverse: access.reverse) { key, value in
-                    more = try visit(Array(key), try decode(value))
-                    return more
-                }
-                if !more { return }
-            }
-        case .index(let index)?:
-            let fetch = { (key: [UInt8]) throws -> M in
-                guard let model = try get(key) else {
-                    throw RecordError.corruptRecord(collection: name, reason: "index '\(index)' names primary key \(Key(bytes: key)) which has no record")
-                }
-                return model
-            }
-            // Walking backwards, entries with equal index values come in descending
-            // primary-key order; each such group is emitted in ascending order, the tie
-            // order of every other path.
-            // (A unique index has no ties, and its keys do not end with the primary key.)
-            let groupsTies = access.reverse && M.schema.indexes.contains { $0.name == index && !$0.isUnique }
-            var groupValue: [UInt8]?
-            var groupKeys: [[UInt8]] = []
-            func flush() throws -> Bool {
-                defer { groupKeys.removeAll(keepingCapacity: true) }
-                for key in groupKeys.reversed() where try !visit(key, try fetch(key)) { return false }
-                return true
-            }
-            for range in access.reverse ? access.ranges.reversed() : access.ranges {
-                var more = true
-                try engine.scan(state.entry.indexTree(index), in: range, reverse: access.reverse) { indexKey, primaryKey in
-                    let key = Array(primaryKey)
-                    guard groupsTies else {
-                        more = try visit(key, try fetch(key))
-                        return more
-                    }
-                    let value = Array(indexKey.dropLast(key.count))
-                    if value != groupValue {
-                        more = try flush()
-                        if !more { return false }
-                        groupValue = value
-                    }
-                    groupKeys.append(key)
-                    return true
-                }
-                if !more { return }
-            }
-            _ = try flush()
-        }
+        return Planner.choose(query.planRequest(collection: name), candidates: candidates)
     }
 
     /// Visits the query's results in order, after offset, up to limit.
     func execute(_ query: Query<M>, _ visit: ([UInt8], M) throws -> Bool) throws {
-        let access = choose(query)
-        if access.plan.sortsInMemory {
-            var matches: [([UInt8], M)] = []
-            try candidates(access) { key, model in
-                if try query.matches(model) { matches.append((key, model)) }
-                return true
-            }
-            // Primary-key order first: it is the result order when unsorted, and breaks
-            // ties of the sort keys the same way on every backend.
-            matches.sort { $0.0.lexicographicallyPrecedes($1.0) }
-            if !query.sortKeys.isEmpty {
-                var models = matches.map(\.1)
-                query.sort(&models)
-                matches = models.map { (M.schema.primaryKey(of: $0).bytes, $0) }
-            }
-            for (key, model) in query.window(matches) where try !visit(key, model) { return }
-            return
-        }
-        var skipped = 0, emitted = 0
-        try candidates(access) { key, model in
-            guard try query.matches(model) else { return true }
-            if skipped < query.offset {
-                skipped += 1
-                return true
-            }
-            if let limit = query.limit, emitted >= limit { return false }
-            emitted += 1
-            guard try visit(key, model) else { return false }
-            return query.limit.map { emitted < $0 } ?? true
-        }
+        let execution = QueryExecution<M>(
+            engine: engine, entry: state.entry, uniqueIndexes: Set(M.schema.indexes.filter(\.isUnique).map(\.name)),
+            decode: decode, matches: query.matches,
+            sort: query.sortKeys.isEmpty ? nil : { query.sort(&$0) { $0.1 } }, offset: query.offset, limit: query.limit)
+        try execution.run(choose(query), visit)
     }
 
     func count(_ query: Query<M>) throws -> Int {

@@ -1,0 +1,109 @@
+import Foundation
+import StrataEngine
+
+/// Runs a chosen access path: walks the primary-key tree or an index (fetching each record
+/// by its primary key), checks every condition on each record, then either sorts and
+/// windows the matches or streams them, stopping at the limit. Shared by typed queries
+/// (`Record` is the model) and `storedump find` (`Record` is a `RecordValue`).
+struct QueryExecution<Record> {
+    let engine: any TreeReading
+    let entry: CatalogEntry
+    let uniqueIndexes: Set<String>
+    let decode: (UnsafeRawBufferPointer) throws -> Record
+    let matches: (Record) throws -> Bool
+    /// Sorts matches with their primary keys (stably: they arrive in primary-key order);
+    /// nil when the query is unsorted.
+    let sort: ((inout [([UInt8], Record)]) -> Void)?
+    let offset: Int
+    let limit: Int?
+
+    func run(_ access: ChosenAccess, _ visit: ([UInt8], Record) throws -> Bool) throws {
+        if access.plan.sortsInMemory {
+            var found: [([UInt8], Record)] = []
+            try candidates(access) { key, record in
+                if try matches(record) { found.append((key, record)) }
+                return true
+            }
+            // Primary-key order first: it is the result order when unsorted, and breaks
+            // ties of the sort keys the same way on every backend.
+            found.sort { $0.0.lexicographicallyPrecedes($1.0) }
+            sort?(&found)
+            for (key, record) in window(found) where try !visit(key, record) { return }
+            return
+        }
+        var skipped = 0, emitted = 0
+        try candidates(access) { key, record in
+            guard try matches(record) else { return true }
+            if skipped < offset {
+                skipped += 1
+                return true
+            }
+            if let limit, emitted >= limit { return false }
+            emitted += 1
+            guard try visit(key, record) else { return false }
+            return limit.map { emitted < $0 } ?? true
+        }
+    }
+
+    func window<T>(_ results: [T]) -> ArraySlice<T> {
+        let start = min(offset, results.count)
+        let end = limit.map { min(start + $0, results.count) } ?? results.count
+        return results[start ..< end]
+    }
+
+    private func fetch(_ key: [UInt8], index: String) throws -> Record {
+        guard let record = try engine.withValue(key, in: entry.recordsTree, decode) else {
+            throw RecordError.corruptRecord(collection: entry.collection, reason: "index '\(index)' names primary key \(Key(bytes: key)) which has no record")
+        }
+        return record
+    }
+
+    /// Visits the records of the access path in its order, with their primary keys.
+    private func candidates(_ access: ChosenAccess, _ visit: ([UInt8], Record) throws -> Bool) throws {
+        let ranges = access.reverse ? access.ranges.reversed() : access.ranges
+        switch access.source {
+        case nil, .primaryKey?:
+            for range in ranges {
+                var more = true
+                try engine.scan(entry.recordsTree, in: range, reverse: access.reverse) { key, value in
+                    more = try visit(Array(key), try decode(value))
+                    return more
+                }
+                if !more { return }
+            }
+        case .index(let index)?:
+            // Walking backwards, entries with equal index values come in descending
+            // primary-key order; each such group is emitted in ascending order, the tie
+            // order of every other path. (A unique index has no ties, and its keys do not
+            // end with the primary key.)
+            let groupsTies = access.reverse && !uniqueIndexes.contains(index)
+            var groupValue: [UInt8]?
+            var groupKeys: [[UInt8]] = []
+            func flush() throws -> Bool {
+                defer { groupKeys.removeAll(keepingCapacity: true) }
+                for key in groupKeys.reversed() where try !visit(key, try fetch(key, index: index)) { return false }
+                return true
+            }
+            for range in ranges {
+                var more = true
+                try engine.scan(entry.indexTree(index), in: range, reverse: access.reverse) { indexKey, primaryKey in
+                    let key = Array(primaryKey)
+                    guard groupsTies else {
+                        more = try visit(key, try fetch(key, index: index))
+                        return more
+                    }
+                    let value = Array(indexKey.dropLast(key.count))
+                    if value != groupValue {
+                        more = try flush()
+                        if !more { return false }
+                        groupValue = value
+                    }
+                    groupKeys.append(key)
+                    return true
+                }
+                if !more { return }
+            }
+            _ = try flush()
+        }
+    }
+}
