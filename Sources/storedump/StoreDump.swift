@@ -12,7 +12,7 @@ struct StoreDump: ParsableCommand {
         commandName: "storedump",
         abstract: "Inspect, verify and compact Strata database files.",
         discussion: "Every subcommand is read-only except compact. Add --json for machine-readable output.",
-        subcommands: [Info.self, Collections.self, Frames.self, Tree.self, Dump.self, Get.self, Verify.self, Stats.self, Compact.self])
+        subcommands: [Info.self, Collections.self, Frames.self, Tree.self, Dump.self, Get.self, Find.self, Verify.self, Stats.self, Compact.self])
 }
 
 struct FileOptions: ParsableArguments {
@@ -192,6 +192,68 @@ struct Get: ParsableCommand {
             }
             print(record.value.json)
         }
+    }
+}
+
+struct Find: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Records matching a predicate, as JSON lines; indexes are used as by the library.",
+        discussion: """
+        Predicate grammar (keywords in any case):
+          field = | != | < | <= | > | >= value      age >= 30, name = 'Ada'
+          field [NOT] IN (value, ...)               city IN ('Oslo', 'Lima')
+          field BETWEEN value AND value             year BETWEEN 1960 AND 1970
+          field BEGINSWITH 'text'                   title BEGINSWITH 'The'
+          field CONTAINS 'text'                     summary CONTAINS 'robot'
+          field [NOT] LIKE 'pattern'                email LIKE '*@example.?om'
+          NOT p, p AND p, p OR p, ( p )
+        Values: numbers, 'strings' or "strings", true, false, null. Fields: property paths (address.city).
+        """)
+    @OptionGroup var options: FileOptions
+    @Argument(help: "The collection.") var collection: String
+    @Argument(help: "The predicate (quote it for the shell).") var predicate: String
+    @Flag(help: "Print the plan instead of the records.") var explain = false
+    @Option(help: "At most this many records.") var limit: Int?
+    @Option(help: "Skip this many records first.") var offset: Int = 0
+    @Option(parsing: .unconditional, help: "Sort by fields: name,-age sorts by name, then age descending.") var sort: String?
+
+    func run() throws {
+        try reporting {
+            let parsed: TextPredicate
+            do {
+                parsed = try TextPredicate.parse(predicate)
+            } catch let error as TextQueryError {
+                throw StoreDumpError("predicate does not parse at column \(error.column): \(error.message)")
+            }
+            let sortKeys = (sort ?? "").split(separator: ",").map { part in
+                part.hasPrefix("-") ? (field: String(part.dropFirst()), ascending: false) : (field: String(part), ascending: true)
+            }
+            let collections = try CollectionInspector(snapshot: options.inspector().database.snapshot())
+            let (plan, records) = try collections.find(in: collection, where: parsed, sortedBy: sortKeys, limit: limit, offset: offset)
+            if explain {
+                if options.json { return try Output.json(PlanReport(plan)) }
+                return print(plan)
+            }
+            for record in records { print(record.value.json) }
+        }
+    }
+}
+
+struct PlanReport: Encodable {
+    var collection: String
+    var access: String
+    var range: String?
+    var residualFilter: Bool
+    var sortsInMemory: Bool
+    var stopsAfter: Int?
+
+    init(_ plan: QueryPlan) {
+        collection = plan.collection
+        access = "\(plan.access)"
+        range = plan.range
+        residualFilter = plan.residualFilter
+        sortsInMemory = plan.sortsInMemory
+        stopsAfter = plan.stopsAfter
     }
 }
 

@@ -210,3 +210,87 @@ struct StoredumpTests {
         #expect(!foreign.errors.contains("\n\n"))
     }
 }
+
+@Suite("storedump find and the query language", .serialized)
+struct FindTests {
+    func ids(_ run: StoredumpRun) -> [Int] {
+        run.output.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["id"] as? Int
+        }
+    }
+
+    @Test("every operator selects what it should")
+    func operators() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let cases: [(String, [Int])] = [
+            ("year = 1960", [10]),
+            ("year == 1960", [10]),
+            ("year != 1960 AND id <= 3", [1, 2, 3]),
+            ("year < 1953", [1, 2]),
+            ("year <= 1952", [1, 2]),
+            ("year > 1989", [40, 41]),
+            ("year >= 1990", [40, 41]),
+            ("id IN (3, 5, 99)", [3, 5]),
+            ("id NOT IN (1, 2) AND id < 5", [3, 4]),
+            ("year BETWEEN 1955 AND 1957", [5, 6, 7]),
+            ("title BEGINSWITH 'Book 4'", [4, 40, 41]),
+            ("summary CONTAINS 'checkpoint'", [41]),
+            ("title LIKE 'Book ?1'", [11, 21, 31, 41]),
+            ("title LIKE '*9'", [9, 19, 29, 39]),
+            ("title NOT LIKE 'Book *' ", []),
+            ("author = 'Lem' AND year < 1960", [1, 4, 7]),
+            ("year < 1952 OR year > 1990", [1, 41]),
+            ("NOT (id > 2)", [1, 2]),
+            ("(id = 1 OR id = 2) AND NOT id = 1", [2]),
+            ("nickname = null AND id = 1", [1]),
+            ("AUTHOR = 'x' or id = 3", [3]),
+        ]
+        for (predicate, expected) in cases {
+            let run = try storedump("find", path, "Book", predicate)
+            #expect(run.status == 0, "\(predicate): \(run.errors)")
+            #expect(ids(run) == expected, "\(predicate)")
+        }
+    }
+
+    @Test("AND binds tighter than OR; NOT tighter than AND")
+    func precedence() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(ids(try storedump("find", path, "Book", "id = 1 OR id = 2 AND year = 1900")) == [1])
+        #expect(ids(try storedump("find", path, "Book", "NOT id > 1 AND id < 5")) == [1])
+    }
+
+    @Test("--explain shows the index the library's planner picks; sort, limit and offset apply")
+    func explainAndWindow() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try storedump("find", path, "Book", "year > 1985", "--explain").output.contains("indexRange(index: \"year\")"))
+        #expect(try storedump("find", path, "Book", "title = 'Book 9'", "--explain").output.contains("indexPoints(index: \"title\", count: 1)"))
+        #expect(try storedump("find", path, "Book", "id BETWEEN 3 AND 5", "--explain").output.contains("primaryKeyRange"))
+        #expect(try storedump("find", path, "Book", "summary CONTAINS 'x'", "--explain").output.contains("fullScan"))
+        #expect(ids(try storedump("find", path, "Book", "year > 1950", "--sort", "-year", "--limit", "3")) == [41, 40, 39])
+        #expect(ids(try storedump("find", path, "Book", "author = 'Lem'", "--sort", "author,-id", "--offset", "1", "--limit", "2")) == [40, 37])
+    }
+
+    @Test("a predicate that does not parse is one line naming the column")
+    func parseErrors() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let cases: [(String, String)] = [
+            ("year >", "column 7: expected a value, found end of input"),
+            ("year > 5 AND", "column 13: expected a field name"),
+            ("(year > 5", "column 10: expected ')'"),
+            ("title = 'open", "column 9: unterminated string"),
+            ("year ~ 3", "column 6: unexpected character '~'"),
+            ("year BETWEEN 1 OR 2", "column 16: expected AND in BETWEEN"),
+            ("year > 5 5", "column 10: unexpected number 5"),
+        ]
+        for (predicate, message) in cases {
+            let run = try storedump("find", path, "Book", predicate)
+            #expect(run.status == 2, "\(predicate)")
+            #expect(run.errors.contains("predicate does not parse at " + message), "\(predicate): \(run.errors)")
+            #expect(run.errors.filter { $0 == "\n" }.count == 1)
+        }
+    }
+}
