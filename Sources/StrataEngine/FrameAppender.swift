@@ -47,10 +47,10 @@ struct NodeWriter {
         case .stored(let address):
             return address
         case .leaf(let leaf):
-            var appender = self.appender
-            defer { self.appender = appender }
+            // The closure appends through `self`: copying the appender would copy its
+            // pending buffer (megabytes) on the first append, once per page.
             let payload = try PageCodec.encodeLeaf(leaf, limits: store.limits) { value in
-                try appender.append(.value, payload: value)
+                try self.appender.append(.value, payload: value)
             }
             let address = try appender.append(.page, payload: payload)
             let written = payload.count == leaf.storage.count
