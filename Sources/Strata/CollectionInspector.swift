@@ -23,6 +23,9 @@ public struct CollectionInspector {
         /// The primary key's element types, as stored (from the first record's key).
         public var primaryKeyTypes: [String]
         public var fields: [String]
+        /// Each top-level field's stored type, read from the first record ("absent" when
+        /// that record lacks the field).
+        public var fieldTypes: [String: String]
         public var indexes: [Index]
         public var modelType: String
         public var nextID: Int64?
@@ -63,11 +66,18 @@ public struct CollectionInspector {
     public func collection(_ name: String) throws -> Collection {
         let entry = try entry(name)
         var keyTypes: [String] = []
+        var fieldTypes: [String: String] = [:]
         let cursor = try snapshot.cursor(entry.recordsTree)
-        if try cursor.first() { keyTypes = try Key(bytes: cursor.key).elements().map(\.typeName) }
+        if try cursor.first() {
+            keyTypes = try Key(bytes: cursor.key).elements().map(\.typeName)
+            if case .object(let stored) = try RecordValue.decode(try cursor.value(), fields: FieldTable(names: entry.fields), collection: name) {
+                for field in stored { fieldTypes[field.name] = field.value.typeName }
+            }
+            for field in entry.fields where fieldTypes[field] == nil { fieldTypes[field] = "absent" }
+        }
         return Collection(
             name: name, records: try snapshot.count(in: entry.recordsTree), primaryKey: entry.primaryKey, primaryKeyTypes: keyTypes,
-            fields: entry.fields,
+            fields: entry.fields, fieldTypes: fieldTypes,
             indexes: try entry.indexes.map { .init(name: $0.name, fields: $0.fields, unique: $0.unique, entries: try snapshot.count(in: entry.indexTree($0.name))) },
             modelType: entry.modelType, nextID: entry.nextID)
     }

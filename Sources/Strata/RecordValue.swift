@@ -95,6 +95,26 @@ public indirect enum RecordValue: Sendable, Equatable {
         }
     }
 
+    /// The stored type's name, as `storedump collections` shows it.
+    public var typeName: String {
+        switch self {
+        case .null: "nil"
+        case .bool: "Bool"
+        case .int: "Int"
+        case .uint: "UInt"
+        case .double: "Double"
+        case .string: "String"
+        case .bytes: "Data"
+        case .date: "Date"
+        case .uuid: "UUID"
+        case .url: "URL"
+        case .decimal: "Decimal"
+        case .object: "struct"
+        case .array: "array"
+        case .map: "dictionary"
+        }
+    }
+
     /// The value of a dotted property path (`address.city`), or nil when absent.
     public func value(at path: String) -> RecordValue? {
         var current = self

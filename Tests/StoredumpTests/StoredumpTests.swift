@@ -98,7 +98,7 @@ struct StoredumpTests {
         let run = try storedump("collections", path)
         #expect(run.output.contains("Book: 41 records"))
         #expect(run.output.contains("primary key  id int"))
-        #expect(run.output.contains("fields       id, title, author, year, summary"))
+        #expect(run.output.contains("fields       id Int, title String, author String, year Int, summary String"))
         #expect(run.output.contains("index        title (title) unique, 41 entries"))
     }
 
@@ -196,6 +196,30 @@ struct StoredumpTests {
         #expect((json["liveBytes"] as! Int) + (json["deadBytes"] as! Int) == json["fileSize"] as! Int)
         #expect((json["trees"] as! [[String: Any]]).contains { $0["name"] as? String == "c:Book" && $0["overflowValues"] as? Int == 1 })
         #expect(try storedump("stats", path).output.contains("dead"))
+    }
+
+    @Test("compact refuses a file another handle is writing; a newer format is named")
+    func lockedAndNewer() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let writer = try Database(path: path)
+        let locked = try storedump("compact", path, "--in-place")
+        #expect(locked.status == 2 && locked.errors.contains("database is locked"))
+        #expect(try storedump("info", path).status == 0, "reading needs no lock")
+        try writer.close()
+        try flipVersion(path)
+        let newer = try storedump("info", path)
+        #expect(newer.status == 2 && newer.errors.contains("needs format read version 9"), "\(newer.errors)")
+    }
+
+    /// Rewrites the header as a future format (read version 9), checksum included.
+    func flipVersion(_ path: String) throws {
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        bytes[8] = 9
+        bytes[10] = 9
+        let checksum = bytes.withUnsafeBytes { XXH64.hash(UnsafeRawBufferPointer(rebasing: $0[0 ..< 32])) }
+        withUnsafeBytes(of: checksum.littleEndian) { bytes.replaceSubrange(32 ..< 40, with: $0) }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
     }
 
     @Test("errors are one line on stderr with a non-zero exit")
