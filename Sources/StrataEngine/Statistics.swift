@@ -48,6 +48,9 @@ public struct SpaceReport: Sendable, Equatable {
         public var overflowRawBytes: UInt64
         /// Encoded page bytes divided by pages × page size.
         public var fillFactor: Double
+        /// Bytes of this tree's superseded pages and out-of-line values, and its share of
+        /// checkpointed log frames: what compaction reclaims from it.
+        public var deadBytes: UInt64 = 0
     }
 
     public var fileSize: UInt64
@@ -56,6 +59,9 @@ public struct SpaceReport: Sendable, Equatable {
     /// Superseded pages and checkpointed log: what `compact()` gives back.
     public var deadBytes: UInt64 { fileSize - min(liveBytes, fileSize) }
     public var trees: [Tree]
+    /// Dead bytes no tree can be named for: old checkpoint frames, pages of interrupted
+    /// checkpoints, trees since dropped.
+    public var unattributedDeadBytes: UInt64 = 0
 }
 
 /// Visits every node of a tree, loading stored pages through the cache.
@@ -133,7 +139,64 @@ extension Database {
             tree.fillFactor = pages == 0 ? 0 : Double(encodedBytes) / Double(pages * store.limits.pageSize)
             trees.append(tree)
         }
-        return SpaceReport(fileSize: try store.file.size(), liveBytes: try liveBytes(store: store, writer: writer), trees: trees)
+        var report = SpaceReport(fileSize: try store.file.size(), liveBytes: try liveBytes(store: store, writer: writer), trees: trees)
+        try attributeDeadBytes(&report, store: store, writer: writer)
+        return report
+    }
+
+    /// Splits the dead bytes by tree: pages referenced by older checkpoints but not the
+    /// latest (walking the checkpoint chain, each page once), and checkpointed log frames by
+    /// each tree's share of their operation bytes. Reads the whole file.
+    private func attributeDeadBytes(_ report: inout SpaceReport, store: PageStore, writer: WriterCounters) throws {
+        var seen = Set<UInt64>()
+        var dead: [String: UInt64] = [:]
+        func walk(_ root: FrameAddress?, tree: String, live: Bool) throws {
+            guard let root, seen.insert(root.offset).inserted else { return }
+            if !live { dead[tree, default: 0] += UInt64(root.length) }
+            switch try store.node(at: root) {
+            case .leaf(let leaf):
+                TreeWalker.overflowValues(of: leaf) { address, _ in
+                    if seen.insert(address.offset).inserted, !live { dead[tree, default: 0] += UInt64(address.length) }
+                }
+            case .branch(let branch):
+                for child in branch.children { try walk(child.address, tree: tree, live: live) }
+            }
+        }
+        var address = writer.checkpoint
+        var live = true
+        while let current = address {
+            let record = try Recovery.readCheckpoint(at: current, store: store)
+            for tree in record.trees { try walk(tree.root, tree: tree.name, live: live) }
+            live = false
+            address = record.previous
+        }
+        // Log frames the latest checkpoint covers, shared out by operation bytes.
+        let logEnd = writer.checkpoint?.offset ?? FileHeader.dataStart
+        var position = FileHeader.dataStart
+        while position < logEnd {
+            let frame = try Recovery.readFrame(at: position, fileSize: logEnd, store: store)
+            if frame.header.type == .log {
+                let payload = try Frame.payload(of: frame.bytes, header: frame.header, offset: position, salt: store.salt,
+                                                context: store.context(position, "log frame"))
+                var share: [String: Int] = [:]
+                _ = try LogBatchReader.read(payload, context: store.context(position, "log frame")) { op in
+                    switch op {
+                    case .put(let tree, let key, let value): share[tree, default: 0] += key.count + value.count
+                    case .delete(let tree, let key): share[tree, default: 0] += key.count
+                    case .createTree(let tree), .dropTree(let tree): share[tree, default: 0] += 1
+                    }
+                }
+                let total = max(1, share.values.reduce(0, +))
+                for (tree, bytes) in share { dead[tree, default: 0] += UInt64(frame.bytes.count) * UInt64(bytes) / UInt64(total) }
+            }
+            position += UInt64(frame.bytes.count)
+        }
+        var attributed: UInt64 = 0
+        for i in report.trees.indices {
+            report.trees[i].deadBytes = dead[report.trees[i].name] ?? 0
+            attributed += report.trees[i].deadBytes
+        }
+        report.unattributedDeadBytes = report.deadBytes - min(report.deadBytes, attributed)
     }
 
     /// Header + the latest checkpoint frame and everything it references + the log after it.

@@ -306,15 +306,16 @@ struct Stats: ParsableCommand {
         try reporting {
             let space = try options.inspector().database.analyzeSpace()
             if options.json { return try Output.json(StatsReport(space)) }
-            Output.table(["tree", "entries", "depth", "pages", "stored", "raw", "ratio", "fill", "out of line"], space.trees.map { t in
+            Output.table(["tree", "entries", "depth", "pages", "stored", "raw", "ratio", "fill", "dead", "out of line"], space.trees.map { t in
                 [t.name, String(t.entryCount), String(t.depth), String(t.leafPages + t.branchPages), Output.bytes(t.storedBytes), Output.bytes(t.rawBytes),
                  t.rawBytes == 0 ? "-" : String(format: "%.2f", Double(t.storedBytes) / Double(t.rawBytes)), String(format: "%.0f%%", t.fillFactor * 100),
-                 t.overflowValues == 0 ? "" : "\(t.overflowValues) (\(Output.bytes(t.overflowStoredBytes)))"]
+                 Output.bytes(t.deadBytes), t.overflowValues == 0 ? "" : "\(t.overflowValues) (\(Output.bytes(t.overflowStoredBytes)))"]
             })
             print("")
             print("file      \(Output.bytes(space.fileSize))")
             print("live      \(Output.bytes(space.liveBytes)) (header, latest checkpoint and what it references, log tail)")
-            print("dead      \(Output.bytes(space.deadBytes)) (superseded pages and checkpointed log: `storedump compact` reclaims about this much)")
+            print("dead      \(Output.bytes(space.deadBytes)) (superseded pages and checkpointed log: `storedump compact` reclaims about this much;")
+            print("          \(Output.bytes(space.unattributedDeadBytes)) of it belongs to no current tree: old checkpoints, dropped trees)")
         }
     }
 }
@@ -323,6 +324,7 @@ struct StatsReport: Encodable {
     var fileSize: UInt64
     var liveBytes: UInt64
     var deadBytes: UInt64
+    var unattributedDeadBytes: UInt64
     var trees: [Tree]
 
     struct Tree: Encodable {
@@ -336,16 +338,18 @@ struct StatsReport: Encodable {
         var fillFactor: Double
         var overflowValues: Int
         var overflowStoredBytes: UInt64
+        var deadBytes: UInt64
     }
 
     init(_ space: SpaceReport) {
         fileSize = space.fileSize
         liveBytes = space.liveBytes
         deadBytes = space.deadBytes
+        unattributedDeadBytes = space.unattributedDeadBytes
         trees = space.trees.map {
             Tree(name: $0.name, entries: $0.entryCount, depth: $0.depth, leafPages: $0.leafPages, branchPages: $0.branchPages,
                  storedBytes: $0.storedBytes, rawBytes: $0.rawBytes, fillFactor: $0.fillFactor, overflowValues: $0.overflowValues,
-                 overflowStoredBytes: $0.overflowStoredBytes)
+                 overflowStoredBytes: $0.overflowStoredBytes, deadBytes: $0.deadBytes)
         }
     }
 }

@@ -198,6 +198,25 @@ struct StoredumpTests {
         #expect(try storedump("stats", path).output.contains("dead"))
     }
 
+    @Test("stats attributes dead bytes to the trees whose data was superseded")
+    func deadBytesPerTree() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let storage = try StrataStorage(path: path)
+        for round in 0 ..< 5 {
+            try storage.persist((1 ... 40).map { Book(id: $0, title: "Book \($0)", author: "A", year: 2000 + round, summary: "round \(round)") })
+            try storage.database.checkpoint()
+        }
+        try storage.close()
+        let json = try JSONSerialization.jsonObject(with: Data(try storedump("stats", path, "--json").output.utf8)) as! [String: Any]
+        let trees = json["trees"] as! [[String: Any]]
+        let dead = Dictionary(uniqueKeysWithValues: trees.map { ($0["name"] as! String, $0["deadBytes"] as! Int) })
+        #expect(dead["c:Book"]! > 0 && dead["i:Book:year"]! > 0)
+        #expect(dead["i:Book:title"]! < dead["c:Book"]!, "titles did not change, so their index was rewritten less")
+        let attributed = dead.values.reduce(0, +) + (json["unattributedDeadBytes"] as! Int)
+        #expect(attributed == json["deadBytes"] as! Int)
+    }
+
     @Test("compact refuses a file another handle is writing; a newer format is named")
     func lockedAndNewer() throws {
         let path = try makeLibrary()
