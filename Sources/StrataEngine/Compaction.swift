@@ -68,9 +68,10 @@ extension Database {
     /// Writes `PATH.compact`, syncs it, renames it over `PATH` and syncs the directory.
     /// A crash before the rename leaves the original intact (the next open deletes the
     /// leftover); after it, the new file is complete. Snapshots taken before keep reading
-    /// the old file. Writers wait while compaction runs.
+    /// the old file. Writers wait while compaction runs. `progress` receives (entries copied,
+    /// entries in all trees).
     @discardableResult
-    public func compact() throws -> CompactionResult {
+    public func compact(progress: ((UInt64, UInt64) -> Void)? = nil) throws -> CompactionResult {
         try withWriter { writer in
             let snapshot = try snapshot()
             let old = snapshot.store
@@ -80,7 +81,7 @@ extension Database {
             let file = try fileSystem.open(temporaryPath, mode: .readWrite)
             let state: RecoveredState
             do {
-                state = try writeCompacted(snapshot, to: file)
+                state = try writeCompacted(snapshot, to: file, progress: progress)
                 guard try file.tryLockExclusive() else { throw StrataError.locked(path: temporaryPath) }
                 try fileSystem.rename(temporaryPath, to: path)
             } catch {
@@ -96,7 +97,9 @@ extension Database {
         }
     }
 
-    private func writeCompacted(_ snapshot: Snapshot, to file: any StorageFile) throws -> RecoveredState {
+    private func writeCompacted(_ snapshot: Snapshot, to file: any StorageFile, progress: ((UInt64, UInt64) -> Void)?) throws -> RecoveredState {
+        let total = snapshot.trees.values.reduce(0) { $0 + $1.entryCount }
+        var copied: UInt64 = 0
         try Recovery.initialize(file, pageSize: snapshot.store.limits.pageSize)
         let header = try FileHeader.decode(try file.read(count: FileHeader.size, at: 0), path: file.path)
         let store = PageStore(file: file, header: header, cacheBudget: options.cacheSize)
@@ -107,6 +110,8 @@ extension Database {
             var builder = TreeBuilder(writer: NodeWriter(store: store, appender: appender))
             try snapshot.scan(name) { key, value in
                 try builder.add(key: key, value: value)
+                copied += 1
+                if copied & 0xFFF == 0 { progress?(copied, total) }
                 return true
             }
             let root = try builder.finish()

@@ -20,6 +20,9 @@ final class PageStore: Sendable {
         self.cache = PageCache(budget: cacheBudget)
     }
 
+    /// The file's size, or 0 when it cannot be read (for progress reports only).
+    var fileSizeHint: UInt64 { (try? file.size()) ?? 0 }
+
     /// Bytes read from the file through this store so far.
     var bytesRead: UInt64 { readCounter.load(ordering: .relaxed) }
 

@@ -105,8 +105,8 @@ extension Database {
     }
 
     /// Walks every tree to report its shape and size, and the file's live and dead bytes.
-    /// Reads every page: O(file size).
-    public func analyzeSpace() throws -> SpaceReport {
+    /// Reads every page: O(file size). `progress` receives (bytes examined, file size).
+    public func analyzeSpace(progress: ((UInt64, UInt64) -> Void)? = nil) throws -> SpaceReport {
         let snapshot = try snapshot()
         let store = snapshot.store
         let writer = writerCounters()
@@ -120,6 +120,7 @@ extension Database {
             try TreeWalker.visit(state.root, store: store) { node, address, depth in
                 tree.depth = max(tree.depth, depth)
                 if let address { tree.storedBytes += UInt64(address.length) } else { tree.unwrittenNodes += 1 }
+                if let progress, let address { progress(address.end, store.fileSizeHint) }
                 switch node {
                 case .leaf(let leaf):
                     tree.leafPages += 1
@@ -141,6 +142,7 @@ extension Database {
         }
         var report = SpaceReport(fileSize: try store.file.size(), liveBytes: try liveBytes(store: store, writer: writer), trees: trees)
         try attributeDeadBytes(&report, store: store, writer: writer)
+        progress?(report.fileSize, report.fileSize)
         return report
     }
 

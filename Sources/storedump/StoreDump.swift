@@ -304,7 +304,7 @@ struct Stats: ParsableCommand {
 
     func run() throws {
         try reporting {
-            let space = try options.inspector().database.analyzeSpace()
+            let space = try options.inspector().database.analyzeSpace { Output.progress("analysing", $0, $1) }
             if options.json { return try Output.json(StatsReport(space)) }
             Output.table(["tree", "entries", "depth", "pages", "stored", "raw", "ratio", "fill", "dead", "out of line"], space.trees.map { t in
                 [t.name, String(t.entryCount), String(t.depth), String(t.leafPages + t.branchPages), Output.bytes(t.storedBytes), Output.bytes(t.rawBytes),
@@ -380,7 +380,7 @@ struct Compact: ParsableCommand {
                 target = options.file
             }
             let db = try Database(path: target)
-            let result = try db.compact()
+            let result = try db.compact { Output.progress("compacting", $0, $1) }
             try db.close()
             if options.json { return try Output.json(Result(bytesBefore: result.bytesBefore, bytesAfter: result.bytesAfter, output: target)) }
             print("compacted \(target): \(Output.bytes(result.bytesBefore)) -> \(Output.bytes(result.bytesAfter))")
