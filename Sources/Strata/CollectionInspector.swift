@@ -44,7 +44,7 @@ public struct CollectionInspector {
 
     func entry(_ name: String) throws -> CatalogEntry {
         guard let entry = try CatalogEntry.load(name, from: snapshot), snapshot.hasTree(entry.recordsTree) else {
-            throw StorageError.schemaMismatch(collection: name, reason: "no such collection; the file has \(try names().joined(separator: ", "))")
+            throw StorageError.collectionNotFound(name, existing: try names())
         }
         return entry
     }

@@ -63,6 +63,8 @@ public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
     case schemaMismatch(collection: String, reason: String)
     /// A write transaction had a unique violation; it is being rolled back.
     case transactionAborted(collection: String, index: String, value: String)
+    /// No collection of this name exists in the file.
+    case collectionNotFound(String, existing: [String])
 
     public var description: String {
         switch self {
@@ -70,6 +72,8 @@ public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
         case .uniqueViolation(let c, let i, let v): "collection '\(c)': unique index '\(i)' already holds \(v); the transaction is rolled back"
         case .schemaMismatch(let c, let reason): "collection '\(c)': \(reason)"
         case .transactionAborted(let c, let i, let v): "the transaction was aborted by a unique violation (collection '\(c)', index '\(i)', value \(v)) and cannot commit"
+        case .collectionNotFound(let name, let existing):
+            "no such collection '\(name)'" + (existing.isEmpty ? "; the file has none" : "; the file has \(existing.joined(separator: ", "))")
         }
     }
 }

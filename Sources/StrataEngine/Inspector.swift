@@ -125,8 +125,8 @@ public final class Inspector: Sendable {
         var position = max(start, FileHeader.dataStart)
         while position < end {
             let info = try frame(at: position, fileSize: end)
-            guard try body(info) else { return }
-            guard info.storedLength > 0 || info.error == nil, info.type != "unreadable" else { return }
+            // An unreadable header gives no length to continue by.
+            guard try body(info), info.type != "unreadable" else { return }
             position += info.length
         }
     }
