@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "StrataEngine", targets: ["StrataEngine"]),
         .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataConformance", targets: ["StrataConformance"]),
+        .library(name: "StrataDAO", targets: ["StrataDAO"]),
         .executable(name: "strata-demo", targets: ["StrataDemo"]),
         .executable(name: "storedump", targets: ["storedump"]),
     ],
@@ -23,6 +24,7 @@ let package = Package(
         .target(name: "Strata", dependencies: ["StrataEngine"]),
         // The behaviour every Storage backend must have, for backends' own test targets.
         .target(name: "StrataConformance", dependencies: ["Strata"]),
+        .target(name: "StrataDAO", dependencies: ["Strata"]),
         .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine", "Strata"]),
         .executableTarget(name: "storedump", dependencies: [
             "Strata", "StrataEngine", .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -32,6 +34,7 @@ let package = Package(
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataCrashChild"]),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataConformance"]),
         .testTarget(name: "StoredumpTests", dependencies: ["storedump", "Strata", "StrataEngine"]),
+        .testTarget(name: "StrataDAOTests", dependencies: ["StrataDAO", "Strata"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -136,8 +136,12 @@ public struct Schema<M: Model>: Sendable {
         self.autoIncrement = autoIncrement
     }
 
-    /// The primary key of `model`, encoded.
-    func primaryKey(of model: M) -> Key {
+    /// The primary key of `model`, encoded: pass it wherever a primary key is asked for.
+    ///
+    /// ```swift
+    /// try storage.erase(User.self, primaryKey: User.schema.primaryKey(of: user))
+    /// ```
+    public func primaryKey(of model: M) -> Key {
         var key = Key()
         for field in primaryKey { field.appendKey(model, &key) }
         return key

@@ -1,0 +1,240 @@
+import Foundation
+import Strata
+import StrataEngine
+
+/// Failures of the DAO layer, naming the plain object involved.
+public enum DAOError: Error, CustomStringConvertible {
+    /// The translator threw while translating the object with this identifier.
+    case translationFailed(id: UniqueID, type: String, underlying: any Error)
+    /// A record the translator expected (e.g. a dialog's message) is missing.
+    case relatedRecordMissing(id: UniqueID, collection: String)
+    /// The storage failed while handling the object with this identifier.
+    case storageFailed(id: UniqueID?, underlying: any Error)
+
+    public var description: String {
+        switch self {
+        case .translationFailed(let id, let type, let error): "translating \(type) \(id) failed: \(error)"
+        case .relatedRecordMissing(let id, let collection): "\(id) refers to a record missing from '\(collection)'"
+        case .storageFailed(let id, let error): "storage failed" + (id.map { " for \($0)" } ?? "") + ": \(error)"
+        }
+    }
+}
+
+/// Data access object: the app reads and writes plain objects; the translator and the
+/// storage behind it can be swapped without touching the app (the DAO talk's promise).
+///
+/// ```swift
+/// let dao = DAO(storage: try StrataStorage(path: "app.strata"), translator: DialogTranslator())
+/// try dao.persist(dialogs)                                       // one transaction
+/// let pinned = try dao.read(predicatedBy: #Predicate { $0.isPinned }, orderedBy: \.id)
+/// try dao.erase(byPrimaryKey: 42)
+/// ```
+///
+/// Every method runs in one transaction of the storage: a failure leaves nothing
+/// half-written. Predicates and orderings are written on the database model with
+/// `#Predicate` and key paths (`NSPredicate` format strings do not exist on Linux).
+public final class DAO<S: Storage, T: Translator>: Sendable {
+    public typealias PlainModel = T.PlainModel
+    public typealias DatabaseModel = T.DatabaseModel
+
+    public let storage: S
+    public let translator: T
+
+    public init(storage: S, translator: T) {
+        self.storage = storage
+        self.translator = translator
+    }
+
+    // MARK: Persist
+
+    /// Inserts or replaces one plain object (and, through the translator, its related records).
+    public func persist(_ plain: PlainModel) throws {
+        try persist([plain])
+    }
+
+    /// Inserts or replaces several plain objects in one transaction: all or none.
+    public func persist(_ plains: [PlainModel]) throws {
+        try persist(plains, erasingOthers: false)
+    }
+
+    /// Makes the stored set exactly `plains`: persists them and, with `erasingOthers`, erases
+    /// every other stored object (and its related records, as the translator decides).
+    public func persist(_ plains: [PlainModel], erasingOthers: Bool) throws {
+        try write { tx in
+            if erasingOthers {
+                let keep = Set(plains.map { Key($0.uniqueId).bytes })
+                for model in try tx.readAll(DatabaseModel.self) where !keep.contains(DatabaseModel.schema.primaryKey(of: model).bytes) {
+                    try erase(model, in: tx)
+                }
+            }
+            for plain in plains {
+                try tx.persist(try translated(plain, in: tx))
+            }
+        }
+    }
+
+    private func translated(_ plain: PlainModel, in tx: any StorageWriter) throws -> DatabaseModel {
+        do {
+            if var existing = try tx.read(DatabaseModel.self, primaryKey: plain.uniqueId) {
+                try translator.translate(from: plain, to: &existing, context: tx)
+                return existing
+            }
+            return try translator.translate(plain: plain, context: tx)
+        } catch let error as DAOError {
+            throw error
+        } catch {
+            throw DAOError.translationFailed(id: plain.uniqueId, type: "\(PlainModel.self)", underlying: error)
+        }
+    }
+
+    // MARK: Read
+
+    public func read(byPrimaryKey id: UniqueID) throws -> PlainModel? {
+        try readTransaction { tx in try tx.read(DatabaseModel.self, primaryKey: id).map { try plain($0, in: tx) } }
+    }
+
+    /// The plain objects with these identifiers, in the order given; missing ones are skipped.
+    public func read(byPrimaryKeys ids: [UniqueID]) throws -> [PlainModel] {
+        try readTransaction { tx in try tx.read(DatabaseModel.self, primaryKeys: ids).map { try plain($0, in: tx) } }
+    }
+
+    /// Every plain object, in primary-key order.
+    public func read() throws -> [PlainModel] {
+        try read(Query<DatabaseModel>())
+    }
+
+    public func read(predicatedBy predicate: Predicate<DatabaseModel>) throws -> [PlainModel] {
+        try read(Query<DatabaseModel>().filter(predicate))
+    }
+
+    public func read<V: Comparable>(orderedBy keyPath: KeyPath<DatabaseModel, V> & Sendable, ascending: Bool = true) throws -> [PlainModel] {
+        try read(Query<DatabaseModel>().sorted(by: keyPath, ascending: ascending))
+    }
+
+    public func read<V: Comparable>(predicatedBy predicate: Predicate<DatabaseModel>, orderedBy keyPath: KeyPath<DatabaseModel, V> & Sendable,
+                                    ascending: Bool = true, limit: Int? = nil, offset: Int = 0) throws -> [PlainModel] {
+        var query = Query<DatabaseModel>().filter(predicate).sorted(by: keyPath, ascending: ascending).offset(offset)
+        if let limit { query = query.limit(limit) }
+        return try read(query)
+    }
+
+    /// Any query on the database model: key-path filters, predicates, sorting, windows.
+    public func read(_ query: Query<DatabaseModel>) throws -> [PlainModel] {
+        try readTransaction { tx in try tx.read(query).map { try plain($0, in: tx) } }
+    }
+
+    public func count(predicatedBy predicate: Predicate<DatabaseModel>? = nil) throws -> Int {
+        try readTransaction { tx in try tx.count(predicate.map { Query<DatabaseModel>().filter($0) } ?? Query<DatabaseModel>()) }
+    }
+
+    private func plain(_ model: DatabaseModel, in tx: any StorageReader) throws -> PlainModel {
+        do {
+            return try translator.translate(model: model, context: tx)
+        } catch let error as DAOError {
+            throw error
+        } catch {
+            let id = UniqueID(Key(bytes: DatabaseModel.schema.primaryKey(of: model).bytes).description)
+            throw DAOError.translationFailed(id: id, type: "\(DatabaseModel.self)", underlying: error)
+        }
+    }
+
+    // MARK: Erase
+
+    /// Erases every stored object (related records as the translator decides).
+    public func erase() throws {
+        try write { tx in for model in try tx.readAll(DatabaseModel.self) { try erase(model, in: tx) } }
+    }
+
+    @discardableResult
+    public func erase(byPrimaryKey id: UniqueID) throws -> Bool {
+        try erase(byPrimaryKeys: [id]) == 1
+    }
+
+    /// Erases the objects with these identifiers; returns how many existed.
+    @discardableResult
+    public func erase(byPrimaryKeys ids: [UniqueID]) throws -> Int {
+        try write { tx in
+            try tx.read(DatabaseModel.self, primaryKeys: ids).reduce(0) { count, model in
+                try erase(model, in: tx)
+                return count + 1
+            }
+        }
+    }
+
+    @discardableResult
+    public func erase(predicatedBy predicate: Predicate<DatabaseModel>) throws -> Int {
+        try write { tx in
+            let models = try tx.read(Query<DatabaseModel>().filter(predicate))
+            for model in models { try erase(model, in: tx) }
+            return models.count
+        }
+    }
+
+    private func erase(_ model: DatabaseModel, in tx: any StorageWriter) throws {
+        try translator.eraseRelated(of: model, context: tx)
+        try tx.erase(DatabaseModel.self, primaryKey: DatabaseModel.schema.primaryKey(of: model))
+    }
+
+    // MARK: Transactions
+
+    private func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
+        do {
+            return try storage.write(body)
+        } catch let error as DAOError {
+            throw error
+        } catch {
+            throw DAOError.storageFailed(id: nil, underlying: error)
+        }
+    }
+
+    private func readTransaction<R>(_ body: (any StorageReader) throws -> R) throws -> R {
+        do {
+            return try storage.read(body)
+        } catch let error as DAOError {
+            throw error
+        } catch {
+            throw DAOError.storageFailed(id: nil, underlying: error)
+        }
+    }
+}
+
+// Async variants: the work runs off the cooperative pool, as the storage's async API does.
+extension DAO {
+    public func persist(_ plains: [PlainModel]) async throws {
+        try await offloaded { try self.persist(plains) }
+    }
+
+    public func read() async throws -> [PlainModel] {
+        try await offloaded { try self.read() }
+    }
+
+    public func read(byPrimaryKey id: UniqueID) async throws -> PlainModel? {
+        try await offloaded { try self.read(byPrimaryKey: id) }
+    }
+
+    public func read(_ query: Query<DatabaseModel>) async throws -> [PlainModel] {
+        try await offloaded { try self.read(query) }
+    }
+
+    @discardableResult
+    public func erase(byPrimaryKeys ids: [UniqueID]) async throws -> Int {
+        try await offloaded { try self.erase(byPrimaryKeys: ids) }
+    }
+
+    private func offloaded<R: Sendable>(_ work: @escaping @Sendable () throws -> R) async throws -> R {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+}
+
+/// A type-erased `Storage`, for code that picks its backend at run time:
+/// `DAO(storage: AnyStorage(useMemory ? MemoryStorage() : try StrataStorage(path: p)), …)`.
+public struct AnyStorage: Storage {
+    public let base: any Storage
+
+    public init(_ base: any Storage) { self.base = base }
+
+    public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R { try base.read(body) }
+    public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R { try base.write(body) }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import Strata
+
+/// Turns database models into plain objects and back (the DAO talk's translator). A
+/// translator of a model with related records (a dialog's messages) uses the transaction
+/// it is handed to read and write them, usually through another translator:
+///
+/// ```swift
+/// struct DialogTranslator: Translator {
+///     let messages = MessageTranslator()
+///     func translate(model: DialogModel, context: any StorageReader) throws -> DialogPlainObject {
+///         let stored = try context.read(MessageModel.filter(\.dialogId == model.id).sorted(by: \.date))
+///         return DialogPlainObject(id: model.id, messages: try messages.translate(models: stored, context: context))
+///     }
+///     func translate(plain: DialogPlainObject, context: any StorageWriter) throws -> DialogModel {
+///         try context.persist(try messages.translate(plains: plain.messages, context: context))
+///         return DialogModel(id: plain.id)
+///     }
+/// }
+/// ```
+public protocol Translator: Sendable {
+    associatedtype PlainModel: Plain
+    associatedtype DatabaseModel: Model
+
+    /// The plain object of a stored model; related records are read through `context`.
+    func translate(model: DatabaseModel, context: any StorageReader) throws -> PlainModel
+
+    /// The model to store for a plain object; related records are written through `context`
+    /// in the same transaction.
+    func translate(plain: PlainModel, context: any StorageWriter) throws -> DatabaseModel
+
+    /// Fills an existing model from a plain object (the talk's `translate(from:to:)`).
+    /// Defaults to replacing it with `translate(plain:context:)`.
+    func translate(from plain: PlainModel, to model: inout DatabaseModel, context: any StorageWriter) throws
+
+    /// Called before a model is erased, in the same transaction: erase its related records
+    /// (cascade) or leave them (keep). Defaults to keeping them.
+    func eraseRelated(of model: DatabaseModel, context: any StorageWriter) throws
+}
+
+extension Translator {
+    public func translate(from plain: PlainModel, to model: inout DatabaseModel, context: any StorageWriter) throws {
+        model = try translate(plain: plain, context: context)
+    }
+
+    public func eraseRelated(of model: DatabaseModel, context: any StorageWriter) throws {}
+
+    public func translate(models: [DatabaseModel], context: any StorageReader) throws -> [PlainModel] {
+        try models.map { try translate(model: $0, context: context) }
+    }
+
+    public func translate(plains: [PlainModel], context: any StorageWriter) throws -> [DatabaseModel] {
+        try plains.map { try translate(plain: $0, context: context) }
+    }
+}
