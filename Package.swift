@@ -25,7 +25,7 @@ let package = Package(
         // The behaviour every Storage backend must have, for backends' own test targets.
         .target(name: "StrataConformance", dependencies: ["Strata"]),
         .target(name: "StrataDAO", dependencies: ["Strata"]),
-        .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine", "Strata"]),
+        .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine", "Strata", "StrataDAO"]),
         .executableTarget(name: "storedump", dependencies: [
             "Strata", "StrataEngine", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
