@@ -17,6 +17,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "Strata", package: "Strata"),
                 .product(name: "StrataEngine", package: "Strata"),
+                .product(name: "StrataDAO", package: "Strata"),
             ],
             path: "Benchmarks/StrataBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

@@ -216,9 +216,43 @@ extension DAO {
         try await offloaded { try self.read(query) }
     }
 
+    public func persist(_ plain: PlainModel) async throws {
+        try await offloaded { try self.persist(plain) }
+    }
+
+    public func persist(_ plains: [PlainModel], erasingOthers: Bool) async throws {
+        try await offloaded { try self.persist(plains, erasingOthers: erasingOthers) }
+    }
+
+    public func read(byPrimaryKeys ids: [UniqueID]) async throws -> [PlainModel] {
+        try await offloaded { try self.read(byPrimaryKeys: ids) }
+    }
+
+    public func read(predicatedBy predicate: Predicate<DatabaseModel>) async throws -> [PlainModel] {
+        try await offloaded { try self.read(predicatedBy: predicate) }
+    }
+
+    public func read<V: Comparable>(predicatedBy predicate: Predicate<DatabaseModel>, orderedBy keyPath: KeyPath<DatabaseModel, V> & Sendable,
+                                    ascending: Bool = true, limit: Int? = nil, offset: Int = 0) async throws -> [PlainModel] {
+        try await offloaded { try self.read(predicatedBy: predicate, orderedBy: keyPath, ascending: ascending, limit: limit, offset: offset) }
+    }
+
+    public func count(predicatedBy predicate: Predicate<DatabaseModel>? = nil) async throws -> Int {
+        try await offloaded { try self.count(predicatedBy: predicate) }
+    }
+
+    public func erase() async throws {
+        try await offloaded { try self.erase() }
+    }
+
     @discardableResult
     public func erase(byPrimaryKeys ids: [UniqueID]) async throws -> Int {
         try await offloaded { try self.erase(byPrimaryKeys: ids) }
+    }
+
+    @discardableResult
+    public func erase(predicatedBy predicate: Predicate<DatabaseModel>) async throws -> Int {
+        try await offloaded { try self.erase(predicatedBy: predicate) }
     }
 
     private func offloaded<R: Sendable>(_ work: @escaping @Sendable () throws -> R) async throws -> R {

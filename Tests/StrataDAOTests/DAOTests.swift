@@ -177,8 +177,13 @@ struct DAOTests {
     func asyncAPI(_ backend: Backend) async throws {
         let dao = dialogs(try backend.make())
         try await dao.persist([Sample.dialog(1, pinned: true)])
-        #expect(try await dao.read().count == 1)
-        #expect(try await dao.erase(byPrimaryKeys: [1]) == 1)
+        try await dao.persist(Sample.dialog(2, pinned: false))
+        #expect(try await dao.read().count == 2)
+        #expect(try await dao.count(predicatedBy: #Predicate { $0.isPinned }) == 1)
+        #expect(try await dao.read(predicatedBy: #Predicate { !$0.isPinned }, orderedBy: \.id).map(\.id) == [2])
+        #expect(try await dao.erase(predicatedBy: #Predicate { $0.isPinned }) == 1)
+        #expect(try await dao.erase(byPrimaryKeys: [2]) == 1)
+        try await dao.erase()
     }
 }
 

@@ -192,4 +192,6 @@ let benchmarks: @Sendable () -> Void = {
             blackHole(try Fixture.shared.storage.count(IndexedUser.filter(.between(\.age, 30 ... 40))))
         }
     }
+
+    w3Benchmarks()
 }
