@@ -132,8 +132,30 @@ extension Storage {
 }
 
 // Async variants: the work runs on a dispatch queue, never blocking the cooperative pool
-// with disk I/O.
+// with disk I/O. The concrete storages re-declare them: called on a concrete type, its own
+// synchronous methods would otherwise outrank these protocol-extension ones even in async
+// code, and `try await storage.write { … }` would block a cooperative thread.
 extension Storage {
+    public func read<R: Sendable>(_ body: @escaping @Sendable (any StorageReader) throws -> R) async throws -> R {
+        try await offload { try self.read(body) }
+    }
+
+    public func write<R: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> R) async throws -> R {
+        try await offload { try self.write(body) }
+    }
+}
+
+extension StrataStorage {
+    public func read<R: Sendable>(_ body: @escaping @Sendable (any StorageReader) throws -> R) async throws -> R {
+        try await offload { try self.read(body) }
+    }
+
+    public func write<R: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> R) async throws -> R {
+        try await offload { try self.write(body) }
+    }
+}
+
+extension MemoryStorage {
     public func read<R: Sendable>(_ body: @escaping @Sendable (any StorageReader) throws -> R) async throws -> R {
         try await offload { try self.read(body) }
     }

@@ -234,7 +234,11 @@ extension DAO {
 
     public func read<V: Comparable>(predicatedBy predicate: Predicate<DatabaseModel>, orderedBy keyPath: KeyPath<DatabaseModel, V> & Sendable,
                                     ascending: Bool = true, limit: Int? = nil, offset: Int = 0) async throws -> [PlainModel] {
-        try await offloaded { try self.read(predicatedBy: predicate, orderedBy: keyPath, ascending: ascending, limit: limit, offset: offset) }
+        // The query is Sendable; the key path's value type need not be.
+        var query = Query<DatabaseModel>().filter(predicate).sorted(by: keyPath, ascending: ascending).offset(offset)
+        if let limit { query = query.limit(limit) }
+        let built = query
+        return try await offloaded { try self.read(built) }
     }
 
     public func count(predicatedBy predicate: Predicate<DatabaseModel>? = nil) async throws -> Int {

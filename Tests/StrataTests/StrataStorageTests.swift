@@ -183,7 +183,10 @@ struct StrataStorageTests {
         let storage = try StrataStorage(path: path)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0 ..< 20 {
-                group.addTask { _ = try await storage.write { try $0.persist(Person.sample(i)) } }
+                group.addTask {
+                    let stored: Person = try await storage.write { @Sendable tx in try tx.persist(Person.sample(i)) }
+                    #expect(stored.id == Int64(i))
+                }
             }
             try await group.waitForAll()
         }
