@@ -8,6 +8,8 @@ let package = Package(
         .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataConformance", targets: ["StrataConformance"]),
         .library(name: "StrataDAO", targets: ["StrataDAO"]),
+        // The DAO talk's example models, for the demo, tests and benchmarks.
+        .library(name: "StrataExamples", targets: ["StrataExamples"]),
         .executable(name: "strata-demo", targets: ["StrataDemo"]),
         .executable(name: "storedump", targets: ["storedump"]),
     ],
@@ -25,7 +27,8 @@ let package = Package(
         // The behaviour every Storage backend must have, for backends' own test targets.
         .target(name: "StrataConformance", dependencies: ["Strata"]),
         .target(name: "StrataDAO", dependencies: ["Strata"]),
-        .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine", "Strata", "StrataDAO"]),
+        .target(name: "StrataExamples", dependencies: ["Strata", "StrataDAO"]),
+        .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine", "Strata", "StrataDAO", "StrataExamples"]),
         .executableTarget(name: "storedump", dependencies: [
             "Strata", "StrataEngine", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
@@ -34,7 +37,7 @@ let package = Package(
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataCrashChild"]),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataConformance"]),
         .testTarget(name: "StoredumpTests", dependencies: ["storedump", "Strata", "StrataEngine"]),
-        .testTarget(name: "StrataDAOTests", dependencies: ["StrataDAO", "Strata"]),
+        .testTarget(name: "StrataDAOTests", dependencies: ["StrataDAO", "Strata", "StrataExamples"]),
     ],
     swiftLanguageModes: [.v6]
 )

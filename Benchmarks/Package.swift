@@ -18,6 +18,7 @@ let package = Package(
                 .product(name: "Strata", package: "Strata"),
                 .product(name: "StrataEngine", package: "Strata"),
                 .product(name: "StrataDAO", package: "Strata"),
+                .product(name: "StrataExamples", package: "Strata"),
             ],
             path: "Benchmarks/StrataBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

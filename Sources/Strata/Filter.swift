@@ -37,7 +37,10 @@ enum FieldBounds: Sendable, Equatable {
         switch op {
         case .lessThan: return .range(lower: .unbounded, upper: .excluded(value))
         case .lessThanOrEqual: return .range(lower: .unbounded, upper: after)
-        case .greaterThan: return .range(lower: after.asLower, upper: .unbounded)
+        case .greaterThan:
+            // Above every key starting with `value`; when none can be (no successor), nothing.
+            guard case .excluded(let successor) = after else { return .points([]) }
+            return .range(lower: .included(successor), upper: .unbounded)
         case .greaterThanOrEqual: return .range(lower: .included(value), upper: .unbounded)
         @unknown default: return .range(lower: .unbounded, upper: .unbounded)
         }
@@ -52,17 +55,6 @@ extension KeyRange {
     /// The exclusive upper bound of every key starting with `prefix`.
     static func prefixSuccessorOrMax(_ prefix: [UInt8]) -> Bound {
         KeyRange.prefix(prefix).upper
-    }
-}
-
-extension KeyRange.Bound {
-    /// An exclusive upper bound reused as the lower bound just above the same keys.
-    var asLower: KeyRange.Bound {
-        switch self {
-        case .excluded(let key): return .included(key)
-        case .unbounded: return .excluded([0xFF, 0xFF, 0xFF, 0xFF])
-        case .included(let key): return .excluded(key)
-        }
     }
 }
 

@@ -7,6 +7,7 @@ import Foundation
 import Strata
 import StrataDAO
 import StrataEngine
+import StrataExamples
 
 /// The demo's model: a Codable struct with a primary key and two indexes.
 struct Member: Model, Equatable {
@@ -17,66 +18,6 @@ struct Member: Model, Equatable {
     var city: String
 
     static let schema = Schema<Member>(primaryKey: \.id, indexes: [.index(\.age), .unique(\.email)])
-}
-
-// The DAO talk's dialogs and messages: plain objects for the app, database models behind
-// translators. Messages are stored in their own collection, indexed for queries.
-struct MessagePlainObject: Plain {
-    let id: Int
-    let text: String
-    let isIncoming: Bool
-    let isRead: Bool
-    var uniqueId: UniqueID { UniqueID(id) }
-}
-
-struct DialogPlainObject: Plain {
-    let id: Int
-    let isPinned: Bool
-    let messages: [MessagePlainObject]
-    var uniqueId: UniqueID { UniqueID(id) }
-}
-
-struct MessageModel: Model {
-    var id: Int64
-    var dialogId: Int64
-    var text: String
-    var isIncoming: Bool
-    var isRead: Bool
-    static let schema = Schema<MessageModel>(primaryKey: \.id, indexes: [.index(\.isRead, \.isIncoming)])
-}
-
-struct DialogModel: Model {
-    var id: Int64
-    var isPinned: Bool
-    var messageIds: [Int64]
-    static let schema = Schema<DialogModel>(primaryKey: \.id)
-}
-
-struct MessagesTranslator: Translator {
-    var dialogId: Int64 = 0
-    func translate(model m: MessageModel, context: any StorageReader) throws -> MessagePlainObject {
-        MessagePlainObject(id: Int(m.id), text: m.text, isIncoming: m.isIncoming, isRead: m.isRead)
-    }
-    func translate(plain p: MessagePlainObject, context: any StorageWriter) throws -> MessageModel {
-        MessageModel(id: Int64(p.id), dialogId: dialogId, text: p.text, isIncoming: p.isIncoming, isRead: p.isRead)
-    }
-}
-
-/// Nested translation, as in the talk: messages go through `MessagesTranslator` into their
-/// own collection, in the dialog's transaction; erasing a dialog erases its messages.
-struct DialogTranslator: Translator {
-    func translate(model m: DialogModel, context: any StorageReader) throws -> DialogPlainObject {
-        let messages = try MessagesTranslator().translate(models: context.read(MessageModel.self, primaryKeys: m.messageIds), context: context)
-        return DialogPlainObject(id: Int(m.id), isPinned: m.isPinned, messages: messages)
-    }
-    func translate(plain p: DialogPlainObject, context: any StorageWriter) throws -> DialogModel {
-        let models = try MessagesTranslator(dialogId: Int64(p.id)).translate(plains: p.messages, context: context)
-        try context.persist(models)
-        return DialogModel(id: Int64(p.id), isPinned: p.isPinned, messageIds: models.map(\.id))
-    }
-    func eraseRelated(of model: DialogModel, context: any StorageWriter) throws {
-        try context.erase(MessageModel.self, primaryKeys: model.messageIds)
-    }
 }
 
 let path = CommandLine.arguments.dropFirst().first ?? "demo.strata"
@@ -162,11 +103,7 @@ do {
 
     section("DAO: plain objects in, plain objects out; the database stays behind a translator")
     let dialogs = DAO(storage: storage, translator: DialogTranslator())
-    let plains = (1 ... 4).map { d in
-        DialogPlainObject(id: d, isPinned: d % 2 == 1, messages: (0 ..< 3).map { m in
-            MessagePlainObject(id: d * 10 + m, text: "message \(m) in dialog \(d)", isIncoming: m != 1, isRead: m == 0)
-        })
-    }
+    let plains = (1 ... 4).map { DialogPlainObject.sample($0, pinned: $0 % 2 == 1) }
     try dialogs.persist(plains)
     print("persisted \(plains.count) dialogs with \(plains.count * 3) messages in one transaction")
     print("count: \(try dialogs.count()) dialogs, \(try storage.count(MessageModel.self)) messages in their own collection")

@@ -10,13 +10,6 @@ enum NodeRef: @unchecked Sendable {
 enum Node: @unchecked Sendable {
     case leaf(LeafNode)
     case branch(BranchNode)
-
-    var ref: NodeRef {
-        switch self {
-        case .leaf(let leaf): .leaf(leaf)
-        case .branch(let branch): .branch(branch)
-        }
-    }
 }
 
 /// How a value sits in a leaf entry.

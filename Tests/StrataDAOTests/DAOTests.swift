@@ -1,6 +1,7 @@
 import Foundation
 import Strata
 import StrataDAO
+import StrataExamples
 import Testing
 
 /// The backends the same DAO suite runs on, unchanged: the talk's "easy to swap the database".
@@ -38,7 +39,7 @@ struct DAOTests {
     func roundTrip(_ backend: Backend) throws {
         let storage = try backend.make()
         let dao = dialogs(storage)
-        let plains = [Sample.dialog(1, pinned: true), Sample.dialog(2, pinned: false, messages: 5)]
+        let plains = [DialogPlainObject.sample(1, pinned: true), DialogPlainObject.sample(2, pinned: false, messages: 5)]
         try dao.persist(plains)
         let read = try dao.read()
         #expect(read == plains)
@@ -52,7 +53,7 @@ struct DAOTests {
     @Test("read with a predicate and an order, limit and offset, and count", arguments: Backend.allCases)
     func predicatesAndOrder(_ backend: Backend) throws {
         let dao = dialogs(try backend.make())
-        try dao.persist((1 ... 10).map { Sample.dialog($0, pinned: $0 % 3 == 0, messages: 1) })
+        try dao.persist((1 ... 10).map { DialogPlainObject.sample($0, pinned: $0 % 3 == 0, messages: 1) })
         #expect(try dao.read(predicatedBy: #Predicate { $0.isPinned == true }, orderedBy: \.id).map(\.id) == [3, 6, 9])
         #expect(try dao.read(predicatedBy: #Predicate { $0.isPinned == false }, orderedBy: \.id, ascending: false, limit: 2, offset: 1).map(\.id) == [8, 7])
         #expect(try dao.read(orderedBy: \.id, ascending: false).first?.id == 10)
@@ -64,7 +65,7 @@ struct DAOTests {
     @Test("messages can be queried on their own, across dialogs, through an index", arguments: Backend.allCases)
     func messagesOnTheirOwn(_ backend: Backend) throws {
         let storage = try backend.make()
-        try dialogs(storage).persist((1 ... 4).map { Sample.dialog($0, pinned: false) })
+        try dialogs(storage).persist((1 ... 4).map { DialogPlainObject.sample($0, pinned: false) })
         let unreadIncoming = MessageModel.filter(\.isRead == false && \.isIncoming == true)
         let messages = DAO(storage: AnyStorage(storage), translator: MessagesTranslator())
         #expect(try messages.read(unreadIncoming).map(\.id) == [102, 202, 302, 402])
@@ -76,7 +77,7 @@ struct DAOTests {
     @Test("erasing a dialog cascades to its messages, or keeps them", arguments: Backend.allCases)
     func cascadeOrKeep(_ backend: Backend) throws {
         let storage = try backend.make()
-        try dialogs(storage).persist([Sample.dialog(1, pinned: false), Sample.dialog(2, pinned: false)])
+        try dialogs(storage).persist([DialogPlainObject.sample(1, pinned: false), DialogPlainObject.sample(2, pinned: false)])
         #expect(try dialogs(storage, cascade: true).erase(byPrimaryKey: 1))
         #expect(try storage.count(MessageModel.self) == 3, "dialog 1's messages went with it")
         #expect(try dialogs(storage, cascade: false).erase(byPrimaryKey: 2))
@@ -88,13 +89,13 @@ struct DAOTests {
     func eraseVariants(_ backend: Backend) throws {
         let storage = try backend.make()
         let dao = dialogs(storage)
-        try dao.persist((1 ... 5).map { Sample.dialog($0, pinned: $0 == 1) })
-        try dao.persist([Sample.dialog(2, pinned: true), Sample.dialog(6, pinned: false)], erasingOthers: true)
+        try dao.persist((1 ... 5).map { DialogPlainObject.sample($0, pinned: $0 == 1) })
+        try dao.persist([DialogPlainObject.sample(2, pinned: true), DialogPlainObject.sample(6, pinned: false)], erasingOthers: true)
         #expect(try dao.read().map(\.id) == [2, 6])
         #expect(try storage.count(MessageModel.self) == 6)
         #expect(try dao.erase(predicatedBy: #Predicate { $0.isPinned }) == 1)
         #expect(try dao.erase(byPrimaryKeys: [6, 7]) == 1)
-        try dao.persist([Sample.dialog(8, pinned: false)])
+        try dao.persist([DialogPlainObject.sample(8, pinned: false)])
         try dao.erase()
         #expect(try dao.count() == 0)
         #expect(try storage.count(MessageModel.self) == 0)
@@ -104,8 +105,8 @@ struct DAOTests {
     func update(_ backend: Backend) throws {
         let storage = try backend.make()
         let dao = dialogs(storage)
-        try dao.persist(Sample.dialog(1, pinned: false, messages: 4))
-        let original = Sample.dialog(1, pinned: true, messages: 4)
+        try dao.persist(DialogPlainObject.sample(1, pinned: false, messages: 4))
+        let original = DialogPlainObject.sample(1, pinned: true, messages: 4)
         let shorter = DialogPlainObject(id: 1, isPinned: true, messages: Array(original.messages.prefix(2)))
         try dao.persist(shorter)
         let read = try #require(try dao.read(byPrimaryKey: 1))
@@ -141,7 +142,7 @@ struct DAOTests {
     @Test("a dialog whose message is missing is a typed error naming it", arguments: Backend.allCases)
     func missingRelated(_ backend: Backend) throws {
         let storage = try backend.make()
-        try dialogs(storage, cascade: false).persist(Sample.dialog(1, pinned: false))
+        try dialogs(storage, cascade: false).persist(DialogPlainObject.sample(1, pinned: false))
         try storage.erase(MessageModel.self, primaryKey: Int64(101))
         #expect {
             _ = try dialogs(storage).read(byPrimaryKey: 1)
@@ -155,9 +156,9 @@ struct DAOTests {
     func talkModels(_ backend: Backend) throws {
         let storage = AnyStorage(try backend.make())
         let users = DAO(storage: storage, translator: UserTranslator())
-        let user = UserPlainObject(id: 7, name: "Dmitry", bio: "iOS developer", username: "dmitry", email: "d@example.com", phone: "+7", birthDate: Sample.date, gender: .male)
+        let user = UserPlainObject(id: 7, name: "Dmitry", bio: "iOS developer", username: "dmitry", email: "d@example.com", phone: "+7", birthDate: Date(timeIntervalSince1970: 1_700_000_000), gender: .male)
         try users.persist(user)
-        #expect(try users.read(byPrimaryKey: 7).map { ($0.bio, $0.birthDate, $0.gender) } ?? (nil, nil, nil) == ("iOS developer", Sample.date, .male))
+        #expect(try users.read(byPrimaryKey: 7).map { ($0.bio, $0.birthDate, $0.gender) } ?? (nil, nil, nil) == ("iOS developer", Date(timeIntervalSince1970: 1_700_000_000), .male))
 
         let projects = DAO(storage: storage, translator: ProjectTranslator())
         let project = ProjectPlainObject(id: 1, name: "DAO", workers: [.init(userId: 7, roleId: 1, hourlyRate: 50)], roles: [.init(id: 1, title: "developer")],
@@ -168,7 +169,7 @@ struct DAOTests {
 
         let comments = DAO(storage: storage, translator: CommentTranslator())
         let comment = CommentPlainObject(id: 3, imageURL: URL(string: "https://example.com/a.png"), username: "dmitry", content: "Nice talk", likesCount: 2,
-                                         isLiked: true, publicationDate: Sample.date)
+                                         isLiked: true, publicationDate: Date(timeIntervalSince1970: 1_700_000_000))
         try comments.persist(comment)
         #expect(try comments.read(predicatedBy: #Predicate { $0.likesCount > 1 }).first?.imageURL == comment.imageURL)
     }
@@ -176,8 +177,8 @@ struct DAOTests {
     @Test("async variants", arguments: Backend.allCases)
     func asyncAPI(_ backend: Backend) async throws {
         let dao = dialogs(try backend.make())
-        try await dao.persist([Sample.dialog(1, pinned: true)])
-        try await dao.persist(Sample.dialog(2, pinned: false))
+        try await dao.persist([DialogPlainObject.sample(1, pinned: true)])
+        try await dao.persist(DialogPlainObject.sample(2, pinned: false))
         #expect(try await dao.read().count == 2)
         #expect(try await dao.count(predicatedBy: #Predicate { $0.isPinned }) == 1)
         #expect(try await dao.read(predicatedBy: #Predicate { !$0.isPinned }, orderedBy: \.id).map(\.id) == [2])
@@ -200,6 +201,6 @@ struct InboxService {
 @Test("app logic runs on MemoryStorage in a unit test, no database file needed")
 func appLogicWithMemoryStorage() throws {
     let service = InboxService(dialogs: dialogs(MemoryStorage()))
-    try service.dialogs.persist([Sample.dialog(1, pinned: true), Sample.dialog(2, pinned: false), Sample.dialog(3, pinned: true)])
+    try service.dialogs.persist([DialogPlainObject.sample(1, pinned: true), DialogPlainObject.sample(2, pinned: false), DialogPlainObject.sample(3, pinned: true)])
     #expect(try service.pinnedUnreadCount() == 2)
 }

@@ -1,8 +1,9 @@
 import Foundation
 import Strata
 import StrataDAO
+import StrataExamples
 
-// The DAO talk's example model set: plain objects, database models and translators.
+// The rest of the DAO talk's example model set (dialogs and messages are in StrataExamples).
 
 enum Gender: String, Codable, Sendable { case female, male }
 
@@ -121,109 +122,5 @@ struct CommentTranslator: Translator {
     func translate(plain p: CommentPlainObject, context: any StorageWriter) throws -> CommentModel {
         CommentModel(id: Int64(p.id), imageURL: p.imageURL, username: p.username, content: p.content, likesCount: p.likesCount,
                      isLiked: p.isLiked, publicationDate: p.publicationDate)
-    }
-}
-
-struct MessagePlainObject: Plain {
-    let id: Int
-    let date: Date
-    let text: String
-    let senderId: Int
-    let receiverId: Int
-    let type: Int
-    let isIncoming: Bool
-    let isRead: Bool
-    var uniqueId: UniqueID { UniqueID(id) }
-}
-
-struct DialogPlainObject: Plain {
-    let id: Int
-    let isPinned: Bool
-    let messages: [MessagePlainObject]
-    var uniqueId: UniqueID { UniqueID(id) }
-}
-
-/// Messages are stored objects of their own (the talk's `MessageModelObject`), with an
-/// index for queries across dialogs; a dialog holds their ids, in order.
-struct MessageModel: Model {
-    var id: Int64
-    var dialogId: Int64
-    var date: Date
-    var text: String
-    var senderId: Int64
-    var receiverId: Int64
-    var type: Int
-    var isIncoming: Bool
-    var isRead: Bool
-    static let schema = Schema<MessageModel>(primaryKey: \.id, indexes: [.index(\.isRead, \.isIncoming), .index(\.dialogId)])
-}
-
-struct DialogModel: Model {
-    var id: Int64
-    var isPinned: Bool
-    var messageIds: [Int64]
-    static let schema = Schema<DialogModel>(primaryKey: \.id, indexes: [.index(\.isPinned)])
-}
-
-struct MessagesTranslator: Translator {
-    /// The dialog the messages being written belong to.
-    var dialogId: Int64 = 0
-
-    func translate(model m: MessageModel, context: any StorageReader) throws -> MessagePlainObject {
-        MessagePlainObject(id: Int(m.id), date: m.date, text: m.text, senderId: Int(m.senderId), receiverId: Int(m.receiverId), type: m.type,
-                           isIncoming: m.isIncoming, isRead: m.isRead)
-    }
-
-    func translate(plain p: MessagePlainObject, context: any StorageWriter) throws -> MessageModel {
-        MessageModel(id: Int64(p.id), dialogId: dialogId, date: p.date, text: p.text, senderId: Int64(p.senderId), receiverId: Int64(p.receiverId),
-                     type: p.type, isIncoming: p.isIncoming, isRead: p.isRead)
-    }
-}
-
-/// The talk's nested translation: a dialog's messages go through `MessagesTranslator`, in
-/// their own collection, in the same transaction. `cascade` decides what erasing a dialog
-/// does to its messages.
-struct DialogTranslator: Translator {
-    var cascade = true
-
-    func translate(model m: DialogModel, context: any StorageReader) throws -> DialogPlainObject {
-        let stored = try context.read(MessageModel.self, primaryKeys: m.messageIds)
-        guard stored.count == m.messageIds.count else {
-            let missing = Set(m.messageIds).subtracting(stored.map(\.id)).sorted()[0]
-            throw DAOError.relatedRecordMissing(id: UniqueID(missing), collection: MessageModel.collectionName)
-        }
-        let messages = try MessagesTranslator().translate(models: stored, context: context)
-        return DialogPlainObject(id: Int(m.id), isPinned: m.isPinned, messages: messages)
-    }
-
-    func translate(plain p: DialogPlainObject, context: any StorageWriter) throws -> DialogModel {
-        let models = try MessagesTranslator(dialogId: Int64(p.id)).translate(plains: p.messages, context: context)
-        try context.persist(models)
-        return DialogModel(id: Int64(p.id), isPinned: p.isPinned, messageIds: models.map(\.id))
-    }
-
-    func translate(from p: DialogPlainObject, to model: inout DialogModel, context: any StorageWriter) throws {
-        // Messages the dialog no longer has are erased with it when cascading.
-        let kept = Set(p.messages.map { Int64($0.id) })
-        if cascade {
-            for id in model.messageIds where !kept.contains(id) { try context.erase(MessageModel.self, primaryKey: id) }
-        }
-        model = try translate(plain: p, context: context)
-    }
-
-    func eraseRelated(of model: DialogModel, context: any StorageWriter) throws {
-        guard cascade else { return }
-        _ = try context.erase(MessageModel.self, primaryKeys: model.messageIds)
-    }
-}
-
-enum Sample {
-    static let date = Date(timeIntervalSince1970: 1_700_000_000)
-
-    static func dialog(_ id: Int, pinned: Bool, messages: Int = 3) -> DialogPlainObject {
-        DialogPlainObject(id: id, isPinned: pinned, messages: (0 ..< messages).map { n in
-            MessagePlainObject(id: id * 100 + n, date: date.addingTimeInterval(Double(n)), text: "message \(n) of \(id)", senderId: n % 2, receiverId: 1 - n % 2,
-                               type: 0, isIncoming: n % 2 == 0, isRead: n < 1)
-        })
     }
 }

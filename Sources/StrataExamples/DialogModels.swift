@@ -1,0 +1,122 @@
+import Foundation
+import Strata
+import StrataDAO
+
+// The DAO talk's dialogs and messages (../shared/seeds/000_…): plain objects for the app,
+// database models behind translators. Shared by strata-demo, the DAO tests and the W3
+// benchmark, so the example is written once.
+
+public struct MessagePlainObject: Plain {
+    public let id: Int
+    public let date: Date
+    public let text: String
+    public let senderId: Int
+    public let receiverId: Int
+    public let type: Int
+    public let isIncoming: Bool
+    public let isRead: Bool
+    public var uniqueId: UniqueID { UniqueID(id) }
+
+    public init(id: Int, date: Date, text: String, senderId: Int, receiverId: Int, type: Int, isIncoming: Bool, isRead: Bool) {
+        (self.id, self.date, self.text, self.senderId, self.receiverId, self.type, self.isIncoming, self.isRead) =
+            (id, date, text, senderId, receiverId, type, isIncoming, isRead)
+    }
+}
+
+public struct DialogPlainObject: Plain {
+    public let id: Int
+    public let isPinned: Bool
+    public let messages: [MessagePlainObject]
+    public var uniqueId: UniqueID { UniqueID(id) }
+
+    public init(id: Int, isPinned: Bool, messages: [MessagePlainObject]) {
+        (self.id, self.isPinned, self.messages) = (id, isPinned, messages)
+    }
+}
+
+/// Messages are stored objects of their own (the talk's `MessageModelObject`), indexed for
+/// queries across dialogs; a dialog holds their ids, in order.
+public struct MessageModel: Model {
+    public var id: Int64
+    public var dialogId: Int64
+    public var date: Date
+    public var text: String
+    public var senderId: Int64
+    public var receiverId: Int64
+    public var type: Int
+    public var isIncoming: Bool
+    public var isRead: Bool
+    public static let schema = Schema<MessageModel>(primaryKey: \.id, indexes: [.index(\.isRead, \.isIncoming), .index(\.dialogId)])
+}
+
+public struct DialogModel: Model {
+    public var id: Int64
+    public var isPinned: Bool
+    public var messageIds: [Int64]
+    public static let schema = Schema<DialogModel>(primaryKey: \.id, indexes: [.index(\.isPinned)])
+}
+
+public struct MessagesTranslator: Translator {
+    /// The dialog the messages being written belong to.
+    public var dialogId: Int64
+
+    public init(dialogId: Int64 = 0) { self.dialogId = dialogId }
+
+    public func translate(model m: MessageModel, context: any StorageReader) throws -> MessagePlainObject {
+        MessagePlainObject(id: Int(m.id), date: m.date, text: m.text, senderId: Int(m.senderId), receiverId: Int(m.receiverId), type: m.type,
+                           isIncoming: m.isIncoming, isRead: m.isRead)
+    }
+
+    public func translate(plain p: MessagePlainObject, context: any StorageWriter) throws -> MessageModel {
+        MessageModel(id: Int64(p.id), dialogId: dialogId, date: p.date, text: p.text, senderId: Int64(p.senderId), receiverId: Int64(p.receiverId),
+                     type: p.type, isIncoming: p.isIncoming, isRead: p.isRead)
+    }
+}
+
+/// The talk's nested translation: a dialog's messages go through `MessagesTranslator`, in
+/// their own collection, in the same transaction. `cascade` decides what erasing a dialog
+/// (or dropping messages from it) does to them.
+public struct DialogTranslator: Translator {
+    public var cascade: Bool
+
+    public init(cascade: Bool = true) { self.cascade = cascade }
+
+    public func translate(model m: DialogModel, context: any StorageReader) throws -> DialogPlainObject {
+        let stored = try context.read(MessageModel.self, primaryKeys: m.messageIds)
+        guard stored.count == m.messageIds.count else {
+            let missing = Set(m.messageIds).subtracting(stored.map(\.id)).sorted()[0]
+            throw DAOError.relatedRecordMissing(id: UniqueID(missing), collection: MessageModel.collectionName)
+        }
+        let messages = try MessagesTranslator().translate(models: stored, context: context)
+        return DialogPlainObject(id: Int(m.id), isPinned: m.isPinned, messages: messages)
+    }
+
+    public func translate(plain p: DialogPlainObject, context: any StorageWriter) throws -> DialogModel {
+        let models = try MessagesTranslator(dialogId: Int64(p.id)).translate(plains: p.messages, context: context)
+        try context.persist(models)
+        return DialogModel(id: Int64(p.id), isPinned: p.isPinned, messageIds: models.map(\.id))
+    }
+
+    public func translate(from p: DialogPlainObject, to model: inout DialogModel, context: any StorageWriter) throws {
+        let kept = Set(p.messages.map { Int64($0.id) })
+        if cascade {
+            for id in model.messageIds where !kept.contains(id) { try context.erase(MessageModel.self, primaryKey: id) }
+        }
+        model = try translate(plain: p, context: context)
+    }
+
+    public func eraseRelated(of model: DialogModel, context: any StorageWriter) throws {
+        guard cascade else { return }
+        _ = try context.erase(MessageModel.self, primaryKeys: model.messageIds)
+    }
+}
+
+extension DialogPlainObject {
+    /// A sample dialog: messages alternate incoming and outgoing; the first is read.
+    public static func sample(_ id: Int, pinned: Bool, messages: Int = 3) -> DialogPlainObject {
+        DialogPlainObject(id: id, isPinned: pinned, messages: (0 ..< messages).map { n in
+            MessagePlainObject(id: id * 100 + n, date: Date(timeIntervalSince1970: 1_700_000_000 + Double(n)), text: "message \(n) of \(id)",
+                               senderId: n % 2, receiverId: 1 - n % 2, type: 0, isIncoming: n % 2 == 0, isRead: n < 1)
+        })
+    }
+}
