@@ -34,13 +34,16 @@ extension TreeReading {
     /// Lends the value stored for `key` to `body` without copying it (when it is stored
     /// inline); returns nil when the key is absent.
     public func withValue<R>(_ key: [UInt8], in tree: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        try key.withUnsafeBytes { try withValue($0, in: tree, body) }
+    }
+
+    /// `withValue(_:in:_:)` for a key the caller already holds in a buffer (no array needed).
+    public func withValue<R>(_ key: UnsafeRawBufferPointer, in tree: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         let handle = try treeHandle(tree, forIteration: false)
-        return try key.withUnsafeBytes { key in
-            try TreeReader.withValue(store: handle.store, root: handle.state.root, key: key) { slot in
-                switch slot {
-                case .inline(let bytes): return try body(bytes)
-                case .overflow: return try handle.store.value(slot).withUnsafeBytes(body)
-                }
+        return try TreeReader.withValue(store: handle.store, root: handle.state.root, key: key) { slot in
+            switch slot {
+            case .inline(let bytes): return try body(bytes)
+            case .overflow: return try handle.store.value(slot).withUnsafeBytes(body)
             }
         }
     }

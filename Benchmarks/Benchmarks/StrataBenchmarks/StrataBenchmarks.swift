@@ -5,28 +5,10 @@
 //   swift package benchmark baseline update main      # save a baseline
 //   swift package benchmark baseline compare main     # compare the working tree with it
 import Benchmark
+import BenchmarkSupport
 import Foundation
 import Strata
 import StrataEngine
-
-/// W1's record (../shared/WORKLOAD.md).
-struct User: Model, Equatable {
-    var id: Int64
-    var name: String
-    var email: String
-    var age: Int
-    var score: Double
-    var createdAt: Int64
-
-    static let schema = Schema<User>(primaryKey: \.id)
-
-    static func make(_ i: Int, rng: inout SplitMix) -> User {
-        let length = Int(rng.next() % 9) + 8
-        let name = String((0 ..< length).map { _ in Character(UnicodeScalar(UInt8(97 + rng.next() % 26))) })
-        return User(id: Int64(i), name: name, email: name + "@example.com", age: Int(18 + rng.next() % 73),
-                    score: Double(rng.next() % 10_000) / 100, createdAt: 1_700_000_000 + Int64(rng.next() % 10_000_000))
-    }
-}
 
 /// The same records in a collection with an index on age, for scan.index.
 struct IndexedUser: Model {
@@ -41,17 +23,6 @@ struct IndexedUser: Model {
     static let schema = Schema<IndexedUser>(primaryKey: \.id, indexes: [.index(\.age)])
 
     init(_ u: User) { (id, name, email, age, score, createdAt) = (u.id, u.name, u.email, u.age, u.score, u.createdAt) }
-}
-
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 /// Data shared by the benchmarks, built once.

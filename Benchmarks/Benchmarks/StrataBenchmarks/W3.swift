@@ -1,30 +1,21 @@
-// W3 (../../shared/WORKLOAD.md): the DAO path. 10,000 dialogs of 50 messages each, persisted
+// W3 (../../../shared/WORKLOAD.md): the DAO path. 10,000 dialogs of 50 messages each, persisted
 // and read back through DAO + Translator (the talk's models, from StrataExamples), on
-// StrataStorage and MemoryStorage.
+// StrataStorage and MemoryStorage. `strata-bench --workloads W3` runs the same in one table.
 import Benchmark
+import BenchmarkSupport
 import Foundation
 import Strata
 import StrataDAO
 import StrataExamples
 
-enum W3 {
-    static let dialogs = 10_000
-    static let messagesPerDialog = 50
-
-    /// Dialog ids 0 ..< 10,000, every tenth pinned; message ids d × 100 + n.
-    static let plains: [DialogPlainObject] = (0 ..< dialogs).map { DialogPlainObject.sample($0, pinned: $0 % 10 == 0, messages: messagesPerDialog) }
-
-    static func storage(_ kind: String) throws -> AnyStorage {
-        if kind == "memory" { return AnyStorage(MemoryStorage()) }
-        let path = NSTemporaryDirectory() + "strata-w3-\(UUID().uuidString).strata"
-        return AnyStorage(try StrataStorage(path: path, options: .init(durability: .full)))
-    }
+enum W3Fixture {
+    static let plains = W3.dialogs(10_000)
 
     /// A storage filled once per backend, for the read benchmarks.
     static let filled: [String: AnyStorage] = {
         var result: [String: AnyStorage] = [:]
-        for kind in ["strata", "memory"] {
-            let storage = try! storage(kind)
+        for kind in W3.backends {
+            let storage = try! W3.storage(kind, directory: NSTemporaryDirectory())
             try! DAO(storage: storage, translator: DialogTranslator()).persist(plains)
             result[kind] = storage
         }
@@ -34,21 +25,21 @@ enum W3 {
 
 let w3Benchmarks: @Sendable () -> Void = {
     let configuration = Benchmark.Configuration(metrics: [.wallClock, .mallocCountTotal], scalingFactor: .one, maxDuration: .seconds(10), maxIterations: 3)
-    for kind in ["strata", "memory"] {
+    for kind in W3.backends {
         Benchmark("W3 persist 10k dialogs x 50 messages (\(kind))", configuration: configuration) { benchmark in
             for _ in benchmark.scaledIterations {
-                let dao = DAO(storage: try W3.storage(kind), translator: DialogTranslator())
+                let dao = DAO(storage: try W3.storage(kind, directory: NSTemporaryDirectory()), translator: DialogTranslator())
                 benchmark.startMeasurement()
-                try dao.persist(W3.plains)
+                try dao.persist(W3Fixture.plains)
                 benchmark.stopMeasurement()
             }
         }
         Benchmark("W3 read all (\(kind))", configuration: configuration) { benchmark in
-            let dao = DAO(storage: W3.filled[kind]!, translator: DialogTranslator())
+            let dao = DAO(storage: W3Fixture.filled[kind]!, translator: DialogTranslator())
             for _ in benchmark.scaledIterations { blackHole(try dao.read().count) }
         }
         Benchmark("W3 read isPinned ordered by id (\(kind))", configuration: configuration) { benchmark in
-            let dao = DAO(storage: W3.filled[kind]!, translator: DialogTranslator())
+            let dao = DAO(storage: W3Fixture.filled[kind]!, translator: DialogTranslator())
             for _ in benchmark.scaledIterations {
                 blackHole(try dao.read(predicatedBy: #Predicate { $0.isPinned == true }, orderedBy: \.id).count)
             }

@@ -1,0 +1,141 @@
+// W1 of ../../../shared/WORKLOAD.md: small user records, the headline workload.
+import Strata
+
+/// W1's record: a user with an `Int64` primary key and five small fields.
+public struct User: Model, Equatable {
+    public var id: Int64
+    public var name: String
+    public var email: String
+    public var age: Int
+    public var score: Double
+    public var createdAt: Int64
+
+    public static let schema = Schema<User>(primaryKey: \.id)
+
+    public init(id: Int64, name: String, email: String, age: Int, score: Double, createdAt: Int64) {
+        (self.id, self.name, self.email, self.age, self.score, self.createdAt) = (id, name, email, age, score, createdAt)
+    }
+
+    /// The user with id `id`, its fields drawn from `rng` as WORKLOAD.md describes.
+    public static func make(_ id: Int, rng: inout SplitMix) -> User {
+        let length = Int(rng.next() % 9) + 8
+        var name = ""
+        name.reserveCapacity(length)
+        for _ in 0 ..< length { name.unicodeScalars.append(UnicodeScalar(UInt8(97 + rng.next() % 26))) }
+        return User(id: Int64(id), name: name, email: name + "@example.com", age: Int(18 + rng.next() % 73),
+                    score: Double(rng.next() % 10_000) / 100, createdAt: 1_700_000_000 + Int64(rng.next() % 10_000_000))
+    }
+
+    /// A value that changes when any field changes: what the benchmark runners add up to
+    /// check that an engine read back what was written.
+    @inlinable
+    public var digest: UInt64 {
+        var h = UInt64(bitPattern: id) &* 0x9E37_79B9_7F4A_7C15
+        h ^= UInt64(age) &* 0xC2B2_AE3D_27D4_EB4F
+        h ^= score.bitPattern &* 0x1656_67B1_9E37_79F9
+        h ^= UInt64(bitPattern: createdAt) &* 0x27D4_EB2F_1656_67C5
+        h ^= UInt64(name.utf8.count) &<< 48 ^ UInt64(email.utf8.count) &<< 56
+        h ^= UInt64(name.utf8.first ?? 0) &<< 40 ^ UInt64(email.utf8.last ?? 0) &<< 32
+        return h
+    }
+}
+
+/// The same collection ("User") declared with a secondary index on `age`: opening it on a
+/// collection that already holds users builds the index, as `scan.index` needs.
+public struct UserByAge: Model {
+    public var id: Int64
+    public var name: String
+    public var email: String
+    public var age: Int
+    public var score: Double
+    public var createdAt: Int64
+
+    public static let collectionName = "User"
+    public static let schema = Schema<UserByAge>(primaryKey: \.id, indexes: [.index(\.age)])
+
+    public var user: User { User(id: id, name: name, email: email, age: age, score: score, createdAt: createdAt) }
+}
+
+/// The W1 data set: N users inserted in shuffled order, the lookup order, the updates.
+/// Built from a fixed seed, so every engine gets the same records in the same order.
+public struct W1Data: Sendable {
+    /// Users indexed by id.
+    public private(set) var users: [User]
+    /// The insertion order (ids 0 ..< N, shuffled).
+    public let insertOrder: [Int64]
+    /// `lookups` random ids for `get`.
+    public let lookups: [Int64]
+    /// `(id, new score)` pairs for `update`.
+    public let updates: [(id: Int64, score: Double)]
+    /// Users with ids N ..< N + 1,000, inserted one per transaction by `commit.durable`.
+    public let durableUsers: [User]
+
+    public static let ageRange = 30 ... 40
+
+    public init(records: Int, lookups: Int, updates: Int, durableCommits: Int, seed: UInt64 = 42) {
+        var rng = SplitMix(state: seed)
+        users = (0 ..< records).map { User.make($0, rng: &rng) }
+        insertOrder = (0 ..< Int64(records)).shuffled(using: &rng)
+        self.lookups = (0 ..< lookups).map { _ in Int64(rng.next() % UInt64(records)) }
+        self.updates = (0 ..< updates).map { _ in (Int64(rng.next() % UInt64(records)), Double(rng.next() % 10_000) / 100) }
+        durableUsers = (records ..< records + durableCommits).map { User.make($0, rng: &rng) }
+    }
+
+    /// The users in insertion order.
+    public var usersInInsertOrder: [User] { insertOrder.map { users[Int($0)] } }
+
+    public func expectedGet() -> Checksum {
+        var sum = Checksum()
+        for id in lookups { sum.add(users[Int(id)]) }
+        return sum
+    }
+
+    public func expectedAgeFilter() -> Checksum {
+        var sum = Checksum()
+        for user in users where Self.ageRange.contains(user.age) { sum.add(user) }
+        return sum
+    }
+
+    /// Applies the updates, as every engine does; later updates of an id win.
+    public mutating func applyUpdates() {
+        for (id, score) in updates { users[Int(id)].score = score }
+    }
+
+    /// Every user after `update` and `commit.durable`.
+    public func expectedAll() -> Checksum {
+        var sum = Checksum()
+        for user in users { sum.add(user) }
+        for user in durableUsers { sum.add(user) }
+        return sum
+    }
+}
+
+/// A count and a sum of digests: what an engine read, in a form that cannot match by chance.
+public struct Checksum: Equatable, Sendable, CustomStringConvertible {
+    public var count = 0
+    public var sum: UInt64 = 0
+
+    public init() {}
+
+    @inlinable public mutating func add(_ user: User) { add(user.digest) }
+    @inlinable public mutating func add(_ digest: UInt64) { count += 1; sum &+= digest }
+
+    public var description: String { "\(count) records, digest \(String(sum, radix: 16))" }
+}
+
+/// SplitMix64: a small, fast, seedable generator, so runs are reproducible.
+public struct SplitMix: RandomNumberGenerator, Sendable {
+    public var state: UInt64
+    public init(state: UInt64) { self.state = state }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+extension UserByAge {
+    public init(_ u: User) { (id, name, email, age, score, createdAt) = (u.id, u.name, u.email, u.age, u.score, u.createdAt) }
+}

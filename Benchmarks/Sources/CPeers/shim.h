@@ -1,0 +1,5 @@
+// The C peers strata-bench compares Strata with (Debian: liblmdb-dev, libleveldb-dev),
+// and liblz4 for the machine-limit measurements. SQLite comes through GRDB's GRDBSQLite.
+#include <lmdb.h>
+#include <leveldb/c.h>
+#include <lz4.h>

@@ -1,0 +1,74 @@
+// What strata-bench asks of each engine, per workload. Every read op returns a `Checksum`
+// the runner compares with the one computed from the data set: a fast wrong answer fails.
+import BenchmarkSupport
+
+/// W1 on one engine, in a directory of its own.
+protocol W1Engine: AnyObject {
+    /// Inserts `users` in transactions of `transactionSize` records, each committed durably.
+    func insert(_ users: [User], transactionSize: Int, progress: Progress) throws
+    /// Looks up each id and decodes the user.
+    func get(_ ids: [Int64], progress: Progress) throws -> Checksum
+    /// Scans every record and keeps those with `ages.contains(age)`, without an index.
+    func scanFilter(ages: ClosedRange<Int>) throws -> Checksum
+    /// Builds a secondary index on age (not timed).
+    func createAgeIndex() throws
+    /// The same predicate as `scanFilter`, answered through the index, users decoded.
+    func queryAgeIndex(ages: ClosedRange<Int>) throws -> Checksum
+    /// Sets the score of each id, in durable transactions of `transactionSize` updates.
+    func update(_ updates: [(id: Int64, score: Double)], transactionSize: Int, progress: Progress) throws
+    /// Every user, decoded (verification, not timed).
+    func scanAll() throws -> Checksum
+    /// Closes and opens the database.
+    func reopen() throws
+    /// The engine's own space reclamation; false when it has none.
+    func compact() throws -> Bool
+    func close() throws
+    /// Further ways to look up by id that the engine's users commonly write, labelled.
+    var getVariants: [(op: String, run: ([Int64], Progress) throws -> Checksum)] { get }
+}
+
+extension W1Engine {
+    var getVariants: [(op: String, run: ([Int64], Progress) throws -> Checksum)] { [] }
+}
+
+/// W2 on one engine.
+protocol W2Engine: AnyObject {
+    func insert(_ documents: [Document], transactionSize: Int, progress: Progress) throws
+    func get(_ ids: [Int64], progress: Progress) throws -> Checksum
+    /// Counts documents tagged `tag` (count and sum of ids).
+    func scanFilter(tag: String) throws -> Checksum
+    func compact() throws -> Bool
+    func close() throws
+}
+
+/// The engines strata-bench knows, by their command-line names.
+enum EngineKind: String, CaseIterable, Codable {
+    case strata, strataTyped = "strata-typed", sqlite, grdb, lmdb, leveldb
+
+    func makeW1(directory: String) throws -> W1Engine {
+        switch self {
+        case .strata: try BinaryW1(store: StrataKV(directory: directory))
+        case .strataTyped: try TypedW1(directory: directory)
+        case .sqlite: try SQLiteW1(directory: directory)
+        case .grdb: try GRDBW1(directory: directory)
+        case .lmdb: try BinaryW1(store: LMDBStore(directory: directory))
+        case .leveldb: try BinaryW1(store: LevelDBStore(directory: directory))
+        }
+    }
+
+    func makeW2(directory: String) throws -> W2Engine {
+        switch self {
+        case .strata: try BinaryW2(store: StrataKV(directory: directory))
+        case .strataTyped: try TypedW2(directory: directory)
+        case .sqlite: try SQLiteW2(directory: directory)
+        case .grdb: try GRDBW2(directory: directory)
+        case .lmdb: try BinaryW2(store: LMDBStore(directory: directory))
+        case .leveldb: try BinaryW2(store: LevelDBStore(directory: directory))
+        }
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

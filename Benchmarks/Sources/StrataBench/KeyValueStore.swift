@@ -1,0 +1,195 @@
+// W1 and W2 on an ordered key-value engine with the binary records of BinaryRecords.swift:
+// one implementation for Strata's engine, LMDB and LevelDB, so they differ only in the store.
+import BenchmarkSupport
+
+/// The key spaces the workloads use: records by id, and W1's age index.
+enum KeySpace: Int, CaseIterable {
+    case records, ageIndex
+}
+
+/// An ordered key-value engine, as the binary workloads use it.
+protocol KeyValueStore: AnyObject {
+    associatedtype Writer: KeyValueWriter
+    associatedtype Reader: KeyValueReader
+    /// One transaction, committed durably when `body` returns.
+    func write(_ body: (Writer) throws -> Void) throws
+    /// A consistent read view for the duration of `body`.
+    func read<R>(_ body: (Reader) throws -> R) throws -> R
+    func reopen() throws
+    func compact() throws -> Bool
+    func close() throws
+}
+
+/// Reads inside a write transaction see the committed state (LevelDB's batches are not
+/// readable), which is all `update`'s read-modify-write needs.
+protocol KeyValueWriter: KeyValueReader {
+    func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, in space: KeySpace) throws
+}
+
+protocol KeyValueReader {
+    /// Calls `body` with the value stored under `key`, if any.
+    func withValue<R>(_ key: UnsafeRawBufferPointer, in space: KeySpace, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R?
+    /// Visits keys >= `start` in order until `body` returns false.
+    func scan(_ space: KeySpace, from start: [UInt8], _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool) throws
+}
+
+extension KeyValueWriter {
+    func put(_ key: [UInt8], _ value: [UInt8], in space: KeySpace) throws {
+        try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try put(k, v, in: space) } }
+    }
+}
+
+/// Writes `count` items in transactions of `transactionSize`, one `put` per item.
+private func insertInBatches<Store: KeyValueStore>(_ store: Store, count: Int, transactionSize: Int, progress: Progress,
+                                                   _ putItem: (Store.Writer, Int) throws -> Void) throws {
+    var next = 0
+    while next < count {
+        let end = min(next + transactionSize, count)
+        try store.write { writer in
+            for i in next ..< end { try putItem(writer, i) }
+        }
+        next = end
+        progress.update(next, of: count)
+    }
+}
+
+final class BinaryW1<Store: KeyValueStore>: W1Engine {
+    let store: Store
+    /// Once the age index exists, inserts maintain it, as the SQL peers' indexes do.
+    private var indexed = false
+
+    init(store: Store) { self.store = store }
+
+    func insert(_ users: [User], transactionSize: Int, progress: Progress) throws {
+        var value: [UInt8] = []
+        try insertInBatches(store, count: users.count, transactionSize: transactionSize, progress: progress) { writer, i in
+            BinaryUser.encode(users[i], into: &value)
+            try BinaryKey.withKey(users[i].id) { key in try value.withUnsafeBytes { try writer.put(key, $0, in: .records) } }
+            if indexed { try writer.put(BinaryKey.ageIndexKey(age: users[i].age, id: users[i].id), [], in: .ageIndex) }
+        }
+    }
+
+    func get(_ ids: [Int64], progress: Progress) throws -> Checksum {
+        try store.read { reader in
+            var sum = Checksum()
+            for (i, id) in ids.enumerated() {
+                let user = try BinaryKey.withKey(id) { key in try reader.withValue(key, in: .records) { BinaryUser.decode(id: id, $0) } }
+                guard let user else { throw BenchError("id \(id) not found") }
+                sum.add(user)
+                progress.update(i + 1, of: ids.count)
+            }
+            return sum
+        }
+    }
+
+    func scanFilter(ages: ClosedRange<Int>) throws -> Checksum {
+        try store.read { reader in
+            var sum = Checksum()
+            try reader.scan(.records, from: []) { key, value in
+                if ages.contains(BinaryUser.age(value)) { sum.add(BinaryUser.decode(id: BinaryKey.id(key), value)) }
+                return true
+            }
+            return sum
+        }
+    }
+
+    func createAgeIndex() throws {
+        let entries = try store.read { reader in
+            var entries: [[UInt8]] = []
+            try reader.scan(.records, from: []) { key, value in
+                entries.append(BinaryKey.ageIndexKey(age: BinaryUser.age(value), id: BinaryKey.id(key)))
+                return true
+            }
+            return entries
+        }
+        try store.write { writer in
+            for entry in entries { try writer.put(entry, [], in: .ageIndex) }
+        }
+        indexed = true
+    }
+
+    func queryAgeIndex(ages: ClosedRange<Int>) throws -> Checksum {
+        try store.read { reader in
+            var sum = Checksum()
+            try reader.scan(.ageIndex, from: [UInt8(ages.lowerBound)]) { indexKey, _ in
+                guard ages.contains(Int(indexKey[0])) else { return false }
+                let id = BinaryKey.id(indexKey)
+                let user = try reader.withValue(UnsafeRawBufferPointer(rebasing: indexKey[1...]), in: .records) { BinaryUser.decode(id: id, $0) }
+                guard let user else { throw BenchError("index names id \(id), which is missing") }
+                sum.add(user)
+                return true
+            }
+            return sum
+        }
+    }
+
+    func update(_ updates: [(id: Int64, score: Double)], transactionSize: Int, progress: Progress) throws {
+        var value: [UInt8] = []
+        try insertInBatches(store, count: updates.count, transactionSize: transactionSize, progress: progress) { writer, i in
+            // Read-modify-write inside the transaction, as an app would; the index is unaffected (age is unchanged).
+            let (id, score) = updates[i]
+            try BinaryKey.withKey(id) { key in
+                value = try writer.withValue(key, in: .records) { Array($0) } ?? []
+                guard !value.isEmpty else { throw BenchError("id \(id) not found") }
+                withUnsafeBytes(of: score.bitPattern.littleEndian) { value.replaceSubrange(1 ..< 9, with: $0) }
+                try value.withUnsafeBytes { try writer.put(key, $0, in: .records) }
+            }
+        }
+    }
+
+    func scanAll() throws -> Checksum {
+        try store.read { reader in
+            var sum = Checksum()
+            try reader.scan(.records, from: []) { key, value in
+                sum.add(BinaryUser.decode(id: BinaryKey.id(key), value))
+                return true
+            }
+            return sum
+        }
+    }
+
+    func reopen() throws { try store.reopen() }
+    func compact() throws -> Bool { try store.compact() }
+    func close() throws { try store.close() }
+}
+
+final class BinaryW2<Store: KeyValueStore>: W2Engine {
+    let store: Store
+    init(store: Store) { self.store = store }
+
+    func insert(_ documents: [Document], transactionSize: Int, progress: Progress) throws {
+        var value: [UInt8] = []
+        try insertInBatches(store, count: documents.count, transactionSize: transactionSize, progress: progress) { writer, i in
+            BinaryDocument.encode(documents[i], into: &value)
+            try BinaryKey.withKey(documents[i].id) { key in try value.withUnsafeBytes { try writer.put(key, $0, in: .records) } }
+        }
+    }
+
+    func get(_ ids: [Int64], progress: Progress) throws -> Checksum {
+        try store.read { reader in
+            var sum = Checksum()
+            for (i, id) in ids.enumerated() {
+                let doc = try BinaryKey.withKey(id) { key in try reader.withValue(key, in: .records) { BinaryDocument.decode(id: id, $0) } }
+                guard let doc else { throw BenchError("document \(id) not found") }
+                sum.add(doc.digest)
+                progress.update(i + 1, of: ids.count)
+            }
+            return sum
+        }
+    }
+
+    func scanFilter(tag: String) throws -> Checksum {
+        let tagBytes = Array(tag.utf8)
+        return try store.read { reader in
+            var sum = Checksum()
+            try reader.scan(.records, from: []) { key, value in
+                if BinaryDocument.hasTag(tagBytes, value) { sum.add(UInt64(BinaryKey.id(key))) }
+                return true
+            }
+            return sum
+        }
+    }
+
+    func compact() throws -> Bool { try store.compact() }
+    func close() throws { try store.close() }
+}

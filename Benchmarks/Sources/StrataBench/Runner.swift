@@ -1,0 +1,212 @@
+// Runs the workloads of WORKLOAD.md on each engine, verifying every result.
+import BenchmarkSupport
+import Foundation
+import Strata
+import StrataDAO
+import StrataExamples
+
+final class Runner {
+    let records: Int
+    let engines: [EngineKind]
+    /// Ops to run; empty runs all.
+    let ops: Set<String>
+    let directory: String
+    let progress: Progress
+    var report: Report
+
+    init(records: Int, engines: [EngineKind], ops: Set<String>, directory: String, progress: Progress, report: Report) {
+        (self.records, self.engines, self.ops, self.directory, self.progress, self.report) = (records, engines, ops, directory, progress, report)
+    }
+
+    func wants(_ op: String) -> Bool { ops.isEmpty || ops.contains(op) }
+
+    /// A fresh directory for one engine's files in one workload.
+    func engineDirectory(_ workload: String, _ engine: String, _ suffix: String = "") throws -> String {
+        let path = "\(directory)/\(workload)-\(engine)\(suffix)"
+        try? FileManager.default.removeItem(atPath: path)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    func record(_ workload: String, _ op: String, _ engine: String, _ value: Double, _ unit: String) {
+        report.results.append(Measurement(workload: workload, op: op, engine: engine, value: value, unit: unit))
+    }
+
+    /// Times `body`, records `count / seconds` in `unit`, and checks its checksum.
+    func measure(_ workload: String, _ op: String, _ engine: String, count: Int, unit: String,
+                 expect: Checksum? = nil, _ body: () throws -> Checksum?) throws {
+        guard wants(op) else { return }
+        progress.begin("\(workload) \(engine) \(op)")
+        var result: Checksum?
+        let seconds = try time { result = try body() }
+        if let expect, result != expect {
+            throw BenchError("\(workload) \(engine) \(op) read \(result.map(String.init(describing:)) ?? "nothing"), expected \(expect)")
+        }
+        let value = unit == "ms" ? seconds * 1000 : Double(count) / seconds
+        record(workload, op, engine, value, unit)
+        progress.end("\(format(value)) \(unit)\(expect == nil ? "" : ", verified")")
+    }
+
+    /// Bytes of the files under `path`.
+    func size(of path: String) -> Double {
+        let files = FileManager.default.enumerator(atPath: path)?.compactMap { $0 as? String } ?? []
+        return files.reduce(0.0) { total, file in
+            let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/" + file)
+            guard attributes?[.type] as? FileAttributeType == .typeRegular else { return total }
+            return total + Double((attributes?[.size] as? NSNumber)?.int64Value ?? 0)
+        }
+    }
+
+    // MARK: W1
+
+    func runW1() throws {
+        progress.note("W1: generating \(records) users")
+        var data = W1Data(records: records, lookups: records, updates: min(100_000, records), durableCommits: 1_000)
+        let inserted = data.usersInInsertOrder
+        let expectedGet = data.expectedGet(), expectedFilter = data.expectedAgeFilter()
+        data.applyUpdates()
+        let expectedAll = data.expectedAll()
+
+        for kind in engines {
+            let name = kind.rawValue
+            if wants("insert.batch") {
+                let scratch = try engineDirectory("W1", name, "-batch")
+                let engine = try kind.makeW1(directory: scratch)
+                try measure("W1", "insert.batch", name, count: inserted.count, unit: "records/s") {
+                    try engine.insert(inserted, transactionSize: 1_000, progress: progress); return nil
+                }
+                try engine.close()
+                try FileManager.default.removeItem(atPath: scratch)
+            }
+            let path = try engineDirectory("W1", name)
+            let engine = try kind.makeW1(directory: path)
+            // Later ops need the data, so the load happens even when insert.single-tx is not reported.
+            progress.begin("W1 \(name) insert.single-tx")
+            let seconds = try time { try engine.insert(inserted, transactionSize: inserted.count, progress: progress) }
+            if wants("insert.single-tx") { record("W1", "insert.single-tx", name, Double(inserted.count) / seconds, "records/s") }
+            progress.end("\(format(Double(inserted.count) / seconds)) records/s")
+
+            try measure("W1", "get", name, count: data.lookups.count, unit: "lookups/s", expect: expectedGet) {
+                try engine.get(data.lookups, progress: progress)
+            }
+            for variant in engine.getVariants {
+                try measure("W1", variant.op, name, count: data.lookups.count, unit: "lookups/s", expect: expectedGet) {
+                    try variant.run(data.lookups, progress)
+                }
+            }
+            try measure("W1", "scan.filter", name, count: inserted.count, unit: "records/s", expect: expectedFilter) {
+                try engine.scanFilter(ages: W1Data.ageRange)
+            }
+            progress.begin("W1 \(name) building the age index")
+            try engine.createAgeIndex()
+            progress.end("done")
+            let queries = max(1, min(5, 5_000_000 / max(records, 1)))
+            try measure("W1", "scan.index", name, count: queries, unit: "queries/s", expect: expectedFilter) {
+                var last: Checksum?
+                for _ in 0 ..< queries { last = try engine.queryAgeIndex(ages: W1Data.ageRange) }
+                return last
+            }
+            // update and commit.durable change the data: they always run, so the check after them holds.
+            progress.begin("W1 \(name) update")
+            let updateSeconds = try time { try engine.update(data.updates, transactionSize: 1_000, progress: progress) }
+            if wants("update") { record("W1", "update", name, Double(data.updates.count) / updateSeconds, "updates/s") }
+            progress.end("\(format(Double(data.updates.count) / updateSeconds)) updates/s")
+            progress.begin("W1 \(name) commit.durable")
+            let commitSeconds = try time { try engine.insert(data.durableUsers, transactionSize: 1, progress: progress) }
+            if wants("commit.durable") { record("W1", "commit.durable", name, Double(data.durableUsers.count) / commitSeconds, "tx/s") }
+            progress.end("\(format(Double(data.durableUsers.count) / commitSeconds)) tx/s")
+
+            try verify("W1", name, expectedAll) { try engine.scanAll() }
+            if wants("reopen") {
+                try engine.reopen()   // the first reopen may flush; time the next ones
+                var times: [Double] = []
+                progress.begin("W1 \(name) reopen")
+                for _ in 0 ..< 5 { times.append(try time { try engine.reopen() } * 1000) }
+                let median = times.sorted()[times.count / 2]
+                record("W1", "reopen", name, median, "ms")
+                progress.end(String(format: "%.3f ms (median of 5 close+open)", median))
+                try verify("W1", name + " after reopen", expectedAll) { try engine.scanAll() }
+            }
+            try recordSizes("W1", name, path: path, compact: { try engine.compact() }, close: { try engine.close() })
+            if !keep { try FileManager.default.removeItem(atPath: path) }
+        }
+    }
+
+    var keep = false
+
+    func verify(_ workload: String, _ engine: String, _ expected: Checksum, _ read: () throws -> Checksum) throws {
+        progress.begin("\(workload) \(engine) verifying every record")
+        let found = try read()
+        guard found == expected else { throw BenchError("\(workload) \(engine) holds \(found), expected \(expected)") }
+        progress.end("\(expected.count) records, verified")
+    }
+
+    /// `size` as the workload left the files, then `size.compacted` after the engine's compaction.
+    func recordSizes(_ workload: String, _ engine: String, path: String, compact: () throws -> Bool, close: () throws -> Void) throws {
+        guard wants("size") else { return try close() }
+        record(workload, "size", engine, size(of: path), "bytes")
+        progress.begin("\(workload) \(engine) compacting")
+        let compacted = try compact()
+        try close()
+        if compacted { record(workload, "size.compacted", engine, size(of: path), "bytes") }
+        progress.end(compacted ? format(size(of: path)) + " bytes" : "no compaction")
+    }
+
+    // MARK: W2
+
+    func runW2() throws {
+        let count = max(100, records / 10)
+        progress.note("W2: generating \(count) documents")
+        let data = W2Data(records: count, lookups: count)
+        let inserted = data.documentsInInsertOrder
+        for kind in engines {
+            let name = kind.rawValue
+            let path = try engineDirectory("W2", name)
+            let engine = try kind.makeW2(directory: path)
+            progress.begin("W2 \(name) insert.batch")
+            let seconds = try time { try engine.insert(inserted, transactionSize: 1_000, progress: progress) }
+            if wants("insert.batch") { record("W2", "insert.batch", name, Double(count) / seconds, "records/s") }
+            progress.end("\(format(Double(count) / seconds)) records/s")
+            try measure("W2", "get", name, count: data.lookups.count, unit: "lookups/s", expect: data.expectedGet()) {
+                try engine.get(data.lookups, progress: progress)
+            }
+            try measure("W2", "scan.filter", name, count: count, unit: "records/s", expect: data.expectedTagFilter()) {
+                try engine.scanFilter(tag: data.filterTag)
+            }
+            try recordSizes("W2", name, path: path, compact: { try engine.compact() }, close: { try engine.close() })
+            if !keep { try FileManager.default.removeItem(atPath: path) }
+        }
+    }
+
+    // MARK: W3
+
+    /// The DAO path on each backend that implements `Storage` (Strata, and memory for scale).
+    func runW3() throws {
+        let count = max(100, min(10_000, records / 100))
+        let plains = W3.dialogs(count)
+        let pinned = plains.filter(\.isPinned).map(\.id)
+        // Memory is the reference for what the layers cost; Strata runs when strata-typed is selected.
+        for backend in W3.backends where backend == "memory" || engines.contains(.strataTyped) {
+            let name = backend == "strata" ? "strata-typed" : backend
+            let path = try engineDirectory("W3", name)
+            let dao = DAO(storage: try W3.storage(backend, directory: path), translator: DialogTranslator())
+            let messages = count * W3.messagesPerDialog
+            try measure("W3", "persist", name, count: count + messages, unit: "records/s") {
+                try dao.persist(plains); return nil
+            }
+            try measure("W3", "read all", name, count: count + messages, unit: "records/s") {
+                let all = try dao.read()
+                guard all.count == count, all.allSatisfy({ $0.messages.count == W3.messagesPerDialog }) else {
+                    throw BenchError("W3 \(name) read \(all.count) dialogs, expected \(count) of \(W3.messagesPerDialog) messages")
+                }
+                return nil
+            }
+            try measure("W3", "read pinned by id", name, count: pinned.count, unit: "dialogs/s") {
+                let found = try dao.read(predicatedBy: #Predicate { $0.isPinned == true }, orderedBy: \.id).map(\.id)
+                guard found == pinned else { throw BenchError("W3 \(name) read \(found.count) pinned dialogs, expected \(pinned.count)") }
+                return nil
+            }
+            if !keep { try FileManager.default.removeItem(atPath: path) }
+        }
+    }
+}

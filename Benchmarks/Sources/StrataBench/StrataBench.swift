@@ -1,0 +1,83 @@
+// strata-bench: the workloads of WORKLOAD.md on Strata and its peers, in one run.
+//
+//   swift run -c release strata-bench                          # W1–W3, every engine, N = 1,000,000
+//   swift run -c release strata-bench --records 100000 --engines strata,sqlite --json out.json
+import ArgumentParser
+import Foundation
+
+@main
+struct StrataBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "strata-bench",
+        abstract: "Runs the WORKLOAD.md workloads on Strata, SQLite, GRDB, LMDB and LevelDB in one run and prints figures and ratios.",
+        discussion: """
+            Progress goes to stderr, the table to stdout. Every engine's reads are checked against \
+            the data set (counts and a digest of every field read); a mismatch stops the run.
+            Ops: W1 insert.batch, insert.single-tx, get, get.fetchOne (GRDB), scan.filter, scan.index, \
+            update, commit.durable, reopen, size, size.compacted; W2 insert.batch, get, scan.filter, \
+            size, size.compacted; W3 persist, read all, read pinned by id.
+            """)
+
+    @Option(help: "W1's record count N (W2 uses N/10 documents, W3 N/100 dialogs of 50 messages, at most 10,000).")
+    var records = 1_000_000
+
+    @Option(help: "Comma-separated workloads: W1, W2, W3.")
+    var workloads = "W1,W2,W3"
+
+    @Option(help: "Comma-separated engines: \(EngineKind.allCases.map(\.rawValue).joined(separator: ",")).")
+    var engines = EngineKind.allCases.map(\.rawValue).joined(separator: ",")
+
+    @Option(help: "Comma-separated ops to report (default: all).")
+    var ops = ""
+
+    @Option(help: "Where database files go (default: a new temporary directory on the local disk).")
+    var dir: String?
+
+    @Flag(help: "Leave the database files in --dir (for storedump).")
+    var keep = false
+
+    @Option(help: "Also write the results as JSON to this path.")
+    var json: String?
+
+    @Flag(help: "Skip measuring the machine's limits.")
+    var noLimits = false
+
+    @Flag(help: "No progress on stderr.")
+    var quiet = false
+
+    func validate() throws {
+        guard records >= 100 else { throw ValidationError("--records must be at least 100") }
+        for name in list(engines) where EngineKind(rawValue: name) == nil {
+            throw ValidationError("unknown engine '\(name)'; known: \(EngineKind.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        for workload in list(workloads) where !["W1", "W2", "W3"].contains(workload) {
+            throw ValidationError("unknown workload '\(workload)'; known: W1, W2, W3")
+        }
+    }
+
+    func run() throws {
+        let directory = dir ?? NSTemporaryDirectory() + "strata-bench-\(ProcessInfo.processInfo.processIdentifier)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let progress = Progress(enabled: !quiet)
+        let command = "strata-bench " + CommandLine.arguments.dropFirst().joined(separator: " ")
+        let runner = Runner(records: records, engines: list(engines).compactMap(EngineKind.init), ops: Set(list(ops)),
+                            directory: directory, progress: progress,
+                            report: Report(machine: .current(), records: records, command: command))
+        runner.keep = keep
+        defer { if !keep && dir == nil { try? FileManager.default.removeItem(atPath: directory) } }
+
+        let selected = list(workloads)
+        if !noLimits { runner.report.limits = try Limits.measure(in: directory, scale: min(1, Double(records) / 1_000_000), progress: progress) }
+        if selected.contains("W1") { try runner.runW1() }
+        if selected.contains("W2") { try runner.runW2() }
+        if selected.contains("W3") { try runner.runW3() }
+
+        print(runner.report.table())
+        if let json { try runner.report.writeJSON(to: json) }
+        if keep { progress.note("database files kept in \(directory)") }
+    }
+
+    private func list(_ option: String) -> [String] {
+        option.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+}

@@ -1,0 +1,71 @@
+// Strata's engine as a KeyValueStore: one tree per key space, full durability.
+import Foundation
+import StrataEngine
+
+final class StrataKV: KeyValueStore {
+    private let path: String
+    private var database: Database
+
+    static func options() -> Database.Options {
+        var options = Database.Options(durability: .full)
+        options.cacheSize = 256 << 20
+        return options
+    }
+
+    init(directory: String) throws {
+        path = directory + "/bench.strata"
+        database = try Database(path: path, options: Self.options())
+        try database.write { tx in
+            for space in KeySpace.allCases { try tx.createTree(Self.tree(space), ifNotExists: true) }
+        }
+    }
+
+    static func tree(_ space: KeySpace) -> String {
+        switch space {
+        case .records: "records"
+        case .ageIndex: "age"
+        }
+    }
+
+    func write(_ body: (Writer) throws -> Void) throws {
+        try database.write { try body(Writer(base: $0)) }
+    }
+
+    func read<R>(_ body: (Reader) throws -> R) throws -> R {
+        try body(Reader(base: try database.snapshot()))
+    }
+
+    func reopen() throws {
+        try database.close()
+        database = try Database(path: path, options: Self.options())
+    }
+
+    func compact() throws -> Bool {
+        try database.compact()
+        return true
+    }
+
+    func close() throws { try database.close() }
+
+    typealias Reader = View<Snapshot>
+    typealias Writer = View<WriteTransaction>
+
+    /// A snapshot or a write transaction, seen as the key spaces' trees.
+    struct View<Base: TreeReading>: KeyValueReader {
+        let base: Base
+
+        func withValue<R>(_ key: UnsafeRawBufferPointer, in space: KeySpace, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+            try base.withValue(key, in: StrataKV.tree(space), body)
+        }
+
+        func scan(_ space: KeySpace, from start: [UInt8], _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
+            try base.scan(StrataKV.tree(space), in: KeyRange(lower: .included(start)), body)
+        }
+    }
+}
+
+extension StrataKV.View: KeyValueWriter where Base == WriteTransaction {
+    func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, in space: KeySpace) throws {
+        try base.put(value, forKey: key, in: StrataKV.tree(space))
+    }
+}
