@@ -10,6 +10,8 @@ struct QueryExecution<Record> {
     let entry: CatalogEntry
     let uniqueIndexes: Set<String>
     let decode: (UnsafeRawBufferPointer) throws -> Record
+    /// A first check on a record's bytes in primary-key scans: false skips it undecoded.
+    let admits: ((UnsafeRawBufferPointer) -> Bool)?
     let matches: (Record) throws -> Bool
     /// Sorts matches with their primary keys (stably: they arrive in primary-key order);
     /// nil when the query is unsorted.
@@ -66,6 +68,7 @@ struct QueryExecution<Record> {
             for range in ranges {
                 var more = true
                 try engine.scan(entry.recordsTree, in: range, reverse: access.reverse) { key, value in
+                    if let admits, !admits(value) { return true }
                     more = try visit(Array(key), try decode(value))
                     return more
                 }

@@ -123,11 +123,18 @@ struct CollectionAccess<M: Model> {
 
     /// Visits the query's results in order, after offset, up to limit.
     func execute(_ query: Query<M>, _ visit: ([UInt8], M) throws -> Bool) throws {
+        let access = choose(query)
+        // Scans check what conditions they can on the stored bytes before decoding.
+        let scans = access.plan.access == .fullScan || access.plan.access == .primaryKeyRange
+        var scratch = Key()
+        let prefilter = !scans || !access.plan.residualFilter ? nil
+            : RecordPrefilter(query.planRequest(collection: name).conditions, of: M.self, name: FieldPath<M>.propertyName(of:),
+                              fields: state.fields, collection: name)
         let execution = QueryExecution<M>(
             engine: engine, entry: state.entry, uniqueIndexes: Set(M.schema.indexes.filter(\.isUnique).map(\.name)),
-            decode: decode, matches: query.matches,
+            decode: decode, admits: prefilter.map { prefilter in { prefilter.admits($0, scratch: &scratch) } }, matches: query.matches,
             sort: query.sortKeys.isEmpty ? nil : { query.sort(&$0) { $0.1 } }, offset: query.offset, limit: query.limit)
-        try execution.run(choose(query), visit)
+        try execution.run(access, visit)
     }
 
     func count(_ query: Query<M>) throws -> Int {

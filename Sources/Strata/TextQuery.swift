@@ -373,7 +373,7 @@ extension CollectionInspector {
         let access = Planner.choose(request, candidates: candidates)
         let execution = QueryExecution<RecordValue>(
             engine: snapshot, entry: entry, uniqueIndexes: Set(entry.indexes.filter(\.unique).map(\.name)),
-            decode: { try RecordValue.decode(Array($0), fields: fields, collection: name) },
+            decode: { try RecordValue.decode(Array($0), fields: fields, collection: name) }, admits: nil,
             matches: { predicate?.matches($0) ?? true },
             sort: sort.isEmpty ? nil : { pairs in
                 pairs = pairs.enumerated().sorted { a, b in

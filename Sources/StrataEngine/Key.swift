@@ -31,6 +31,9 @@ public struct Key: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
 
     /// Appends another tuple element.
+    /// Empties the key, keeping its storage: one key can be rebuilt per record without allocating.
+    public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+
     public mutating func append(_ element: some KeyComponent) {
         element.appendKey(to: &self)
     }
@@ -101,18 +104,19 @@ public struct Key: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Element type tags of the key encoding. Their order is the order of mixed types.
-enum KeyTag {
-    static let null: UInt8 = 0x05
-    static let falseValue: UInt8 = 0x10
-    static let trueValue: UInt8 = 0x11
-    static let int: UInt8 = 0x20
-    static let uint: UInt8 = 0x21
-    static let double: UInt8 = 0x30
-    static let string: UInt8 = 0x40
-    static let bytes: UInt8 = 0x50
-    static let date: UInt8 = 0x60
-    static let uuid: UInt8 = 0x70
+/// Element type tags of the key encoding (FORMAT.md, "Key encoding"): each element of a key
+/// starts with one. Their order is the order of mixed types.
+public enum KeyTag {
+    public static let null: UInt8 = 0x05
+    public static let falseValue: UInt8 = 0x10
+    public static let trueValue: UInt8 = 0x11
+    public static let int: UInt8 = 0x20
+    public static let uint: UInt8 = 0x21
+    public static let double: UInt8 = 0x30
+    public static let string: UInt8 = 0x40
+    public static let bytes: UInt8 = 0x50
+    public static let date: UInt8 = 0x60
+    public static let uuid: UInt8 = 0x70
 }
 
 /// A value that can be an element of a `Key`.

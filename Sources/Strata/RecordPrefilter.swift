@@ -1,0 +1,146 @@
+import StrataEngine
+
+/// Conditions on a record's top-level numeric and Boolean fields, checked on its stored
+/// bytes before it is decoded: a full scan skips most non-matching records without running
+/// `Decodable`. Only a first pass: a record it admits is decoded and checked in full, so it
+/// must never reject a match, and admits whenever it is unsure (field absent, stored type
+/// not the condition's, nested field, malformed bytes — decoding then reports those).
+///
+/// Fields are found by property name, as the synthesized `Codable` stores them, and each
+/// condition is kept only after a probe proves it: a record holding just that field, with two
+/// distinct values, decodes to a model whose key path reads those values back. A property
+/// stored under another coding key, or transformed by a custom `init(from:)`, fails the
+/// probe and is left to the full check.
+struct RecordPrefilter {
+    private struct Condition {
+        let field: UInt32
+        let bounds: FieldBounds
+        /// The key tag of the bounds: what the stored value must be converted to.
+        let kind: UInt8
+    }
+
+    private let conditions: [Condition]
+    private let fields: FieldTable
+    private let collection: String
+
+    /// Nil when no condition can be checked on the bytes.
+    init?<M: Decodable>(_ conditions: [(AnyKeyPath, FieldBounds)], of model: M.Type, name: (AnyKeyPath) -> String,
+                        fields: FieldTable, collection: String) {
+        self.conditions = conditions.compactMap { keyPath, bounds in
+            let name = name(keyPath)
+            guard !name.contains("."), let field = fields.id(of: name), let kind = Self.kind(of: bounds),
+                  Self.probe(M.self, keyPath, field: field, kind: kind, fields: fields) else { return nil }
+            return Condition(field: field, bounds: bounds, kind: kind)
+        }
+        guard !self.conditions.isEmpty else { return nil }
+        self.fields = fields
+        self.collection = collection
+    }
+
+    /// Whether records holding only `field` decode to models whose `keyPath` has the same
+    /// key as the stored value, for two distinct values of `kind`.
+    private static func probe<M: Decodable>(_ type: M.Type, _ keyPath: AnyKeyPath, field: UInt32, kind: UInt8, fields: FieldTable) -> Bool {
+        let probes: [(write: (Segment) -> Void, key: Key)]
+        switch kind {
+        case KeyTag.int: probes = [Int64(-7), 93].map { v in ({ $0.int(v) }, Key(v)) }
+        case KeyTag.uint: probes = [UInt64(7), 93].map { v in ({ $0.uint(v) }, Key(v)) }
+        case KeyTag.double: probes = [-7.25, 93.5].map { v in ({ $0.double(v) }, Key(v)) }
+        default: probes = [false, true].map { v in ({ $0.bool(v) }, Key(v)) }
+        }
+        for (write, expected) in probes {
+            let record = Segment()
+            record.tag(.keyed)
+            record.varint(1)
+            record.varint(UInt64(field))
+            write(record)
+            guard let model = try? RecordDecoder.decode(M.self, from: record.bytes, fields: fields, collection: "probe"),
+                  let read = model[keyPath: keyPath] as? any KeyComponent else { return false }
+            var key = Key()
+            key.append(read)
+            guard key == expected else { return false }
+        }
+        return true
+    }
+
+    /// The tag shared by every bound, when it is one this filter can compare.
+    private static func kind(of bounds: FieldBounds) -> UInt8? {
+        var keys: [[UInt8]] = []
+        switch bounds {
+        case .points(let points): keys = points
+        case .range(let lower, let upper):
+            for bound in [lower, upper] {
+                switch bound {
+                case .included(let k), .excluded(let k): keys.append(k)
+                case .unbounded: break
+                }
+            }
+        }
+        guard let tag = keys.first?.first, keys.allSatisfy({ $0.first == tag }) else { return nil }
+        return [KeyTag.int, KeyTag.uint, KeyTag.double, KeyTag.falseValue, KeyTag.trueValue].contains(tag) ? tag : nil
+    }
+
+    /// False only when a condition is certainly not met. `scratch` is reused across records.
+    func admits(_ record: UnsafeRawBufferPointer, scratch: inout Key) -> Bool {
+        let context = DecodingContext(buffer: record, fields: fields, collection: collection)
+        do {
+            guard try context.tag(at: 0) == .keyed else { return true }
+            var p = 1
+            let count = try context.varint(at: &p)
+            for _ in 0 ..< count {
+                let field = UInt32(truncatingIfNeeded: try context.varint(at: &p))
+                for condition in conditions where condition.field == field {
+                    scratch.removeAll()
+                    guard try storedKey(context, at: p, as: condition.kind, into: &scratch) else { continue }
+                    if !Self.contains(condition.bounds, scratch.bytes) { return false }
+                }
+                p = try context.skip(at: p)
+            }
+        } catch {
+            return true
+        }
+        return true
+    }
+
+    /// Appends the key of the value at `position` converted to `kind`; false when the stored
+    /// type cannot be (exactly) converted.
+    private func storedKey(_ context: DecodingContext, at position: Int, as kind: UInt8, into key: inout Key) throws -> Bool {
+        var p = position + 1
+        switch (try context.tag(at: position), kind) {
+        case (.int, KeyTag.int): key.append(ZigZag.decode(try context.varint(at: &p)))
+        case (.uint, KeyTag.uint): key.append(try context.varint(at: &p))
+        case (.int, KeyTag.uint):
+            let value = ZigZag.decode(try context.varint(at: &p))
+            guard value >= 0 else { return false }
+            key.append(UInt64(value))
+        case (.uint, KeyTag.int):
+            let value = try context.varint(at: &p)
+            guard value <= UInt64(Int64.max) else { return false }
+            key.append(Int64(value))
+        case (.double, KeyTag.double): key.append(Double(bitPattern: try context.fixed(UInt64.self, at: p)))
+        case (.float, KeyTag.double): key.append(Double(Float(bitPattern: try context.fixed(UInt32.self, at: p))))
+        case (.bool, KeyTag.falseValue), (.bool, KeyTag.trueValue):
+            guard p < context.buffer.count else { return false }
+            key.append(context.buffer[p] != 0)
+        default: return false
+        }
+        return true
+    }
+
+    private static func contains(_ bounds: FieldBounds, _ key: [UInt8]) -> Bool {
+        switch bounds {
+        case .points(let points): return points.contains(key)
+        case .range(let lower, let upper):
+            switch lower {
+            case .included(let k): if key.lexicographicallyPrecedes(k) { return false }
+            case .excluded(let k): if !k.lexicographicallyPrecedes(key) { return false }
+            case .unbounded: break
+            }
+            switch upper {
+            case .included(let k): if k.lexicographicallyPrecedes(key) { return false }
+            case .excluded(let k): if !key.lexicographicallyPrecedes(k) { return false }
+            case .unbounded: break
+            }
+            return true
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import Strata
+import Testing
+
+/// Full scans check numeric and Boolean conditions on a record's stored bytes before
+/// decoding it. These tests pin down that the shortcut never changes an answer.
+@Suite("Scan prefilter: conditions checked before decoding")
+struct ScanPrefilterTests {
+    func withFile(_ body: (String) throws -> Void) throws {
+        let path = NSTemporaryDirectory() + "strata-prefilter-" + UUID().uuidString + ".strata"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try body(path)
+    }
+
+    struct Reading: Model, Equatable {
+        var id: Int64
+        var level: Int
+        var ratio: Double
+        var alert: Bool
+        static let collectionName = "readings"
+        static let schema = Schema<Reading>(primaryKey: \.id)
+    }
+
+    @Test("ranges, points and Booleans on unindexed fields return exactly the matching records")
+    func conditionsMatchTheArrayAnswer() throws {
+        try withFile { path in
+            let storage = try StrataStorage(path: path)
+            let all = (0 ..< 500).map { (i: Int) -> Reading in
+                Reading(id: Int64(i), level: i % 37 - 18, ratio: Double(i % 11) / 4, alert: i % 3 == 0)
+            }
+            try storage.persist(all)
+            #expect(try storage.read(Reading.filter(.between(\.level, -5 ... 5))) == all.filter { (-5 ... 5).contains($0.level) })
+            #expect(try storage.read(Reading.filter(\.level == -18)) == all.filter { $0.level == -18 })
+            #expect(try storage.read(Reading.filter(\.ratio > 1.5 && \.alert == true)) == all.filter { $0.ratio > 1.5 && $0.alert })
+            #expect(try storage.read(Reading.filter(.in(\.level, [0, 7, 100]))) == all.filter { [0, 7, 100].contains($0.level) })
+            #expect(try storage.count(Reading.filter(\.alert == false && \.level < 0)) == all.filter { !$0.alert && $0.level < 0 }.count)
+            try storage.close()
+        }
+    }
+
+    struct ReadingV1: Model {
+        var id: Int64
+        var count: UInt32
+        static let collectionName = "evolving"
+        static let schema = Schema<ReadingV1>(primaryKey: \.id)
+    }
+
+    struct ReadingV2: Model, Equatable {
+        var id: Int64
+        var count: Int
+        var level: Int
+        static let collectionName = "evolving"
+        static let schema = Schema<ReadingV2>(primaryKey: \.id)
+    }
+
+    @Test("a field older records lack still matches its zero value")
+    func absentFieldMatchesZero() throws {
+        try withFile { path in
+            let storage = try StrataStorage(path: path)
+            try storage.persist([ReadingV1(id: 1, count: 5)])
+            try storage.persist([ReadingV2(id: 2, count: 6, level: 3)])
+            #expect(try storage.read(ReadingV2.filter(\.level == 0)).map(\.id) == [1])
+            try storage.close()
+        }
+    }
+
+    @Test("a field stored unsigned is found by a signed condition")
+    func signednessChangeStillMatches() throws {
+        try withFile { path in
+            let storage = try StrataStorage(path: path)
+            try storage.persist([ReadingV1(id: 1, count: 5), ReadingV1(id: 2, count: 50)])
+            #expect(try storage.read(ReadingV2.filter(.between(\.count, 1 ... 10))).map(\.id) == [1])
+            try storage.close()
+        }
+    }
+
+    /// Two properties stored under each other's names: the prefilter must not trust names.
+    struct Swapped: Model, Equatable {
+        var id: Int64
+        var small: Int
+        var large: Int
+        enum CodingKeys: String, CodingKey {
+            case id, small = "large", large = "small"
+        }
+        static let collectionName = "swapped"
+        static let schema = Schema<Swapped>(primaryKey: \.id)
+    }
+
+    @Test("a property stored under another property's name is checked after decoding")
+    func codingKeysThatDisagreeWithPropertyNames() throws {
+        try withFile { path in
+            let storage = try StrataStorage(path: path)
+            let all = (0 ..< 20).map { Swapped(id: Int64($0), small: $0, large: 1_000 + $0) }
+            try storage.persist(all)
+            #expect(try storage.read(Swapped.filter(\.small < 5)).map(\.id) == [0, 1, 2, 3, 4])
+            #expect(try storage.read(Swapped.filter(\.large >= 1_015)).map(\.id) == [15, 16, 17, 18, 19])
+            try storage.close()
+        }
+    }
+}
