@@ -51,6 +51,7 @@ let package = Package(
             name: "StrataBenchmarks",
             dependencies: [
                 "BenchmarkSupport",
+                "CPeers",
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "Strata", package: "Strata"),
                 .product(name: "StrataEngine", package: "Strata"),

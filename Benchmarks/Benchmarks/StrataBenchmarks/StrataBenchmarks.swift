@@ -6,6 +6,7 @@
 //   swift package benchmark baseline compare main     # compare the working tree with it
 import Benchmark
 import BenchmarkSupport
+import CPeers
 import Foundation
 import Strata
 import StrataEngine
@@ -108,6 +109,22 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("XXH64 4 KiB page x1k") { benchmark in
         let page = [UInt8](repeating: 7, count: 4096)
         for _ in benchmark.scaledIterations { blackHole(XXH64.hash(page, seed: 1)) }
+    }
+
+    // The engine compresses pages with liblz4's block API (LZ4_compress_default /
+    // LZ4_decompress_safe); these measure those calls on a page of W1 records.
+    Benchmark("LZ4 compress 4 KiB W1 page x1k") { benchmark in
+        let page = w1Page(size: 4096).map { CChar(bitPattern: $0) }
+        var out = [CChar](repeating: 0, count: Int(LZ4_compressBound(4096)))
+        for _ in benchmark.scaledIterations { blackHole(LZ4_compress_default(page, &out, 4096, Int32(out.count))) }
+    }
+
+    Benchmark("LZ4 decompress 4 KiB W1 page x1k") { benchmark in
+        let page = w1Page(size: 4096).map { CChar(bitPattern: $0) }
+        var compressed = [CChar](repeating: 0, count: Int(LZ4_compressBound(4096)))
+        let size = LZ4_compress_default(page, &compressed, 4096, Int32(compressed.count))
+        var out = [CChar](repeating: 0, count: 4096)
+        for _ in benchmark.scaledIterations { blackHole(LZ4_decompress_safe(compressed, &out, size, 4096)) }
     }
 
     Benchmark("Engine get (random keys, 1k)") { benchmark in
