@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataConformance", targets: ["StrataConformance"]),
         .library(name: "StrataDAO", targets: ["StrataDAO"]),
+        .library(name: "StrataRepository", targets: ["StrataRepository"]),
         // The DAO talk's example models, for the demo, tests and benchmarks.
         .library(name: "StrataExamples", targets: ["StrataExamples"]),
         .executable(name: "strata-demo", targets: ["StrataDemo"]),
@@ -27,6 +28,7 @@ let package = Package(
         // The behaviour every Storage backend must have, for backends' own test targets.
         .target(name: "StrataConformance", dependencies: ["Strata"]),
         .target(name: "StrataDAO", dependencies: ["Strata"]),
+        .target(name: "StrataRepository", dependencies: ["Strata", "StrataEngine"]),
         .target(name: "StrataExamples", dependencies: ["Strata", "StrataDAO"]),
         .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine", "Strata", "StrataDAO", "StrataExamples"]),
         .executableTarget(name: "storedump", dependencies: [
@@ -38,6 +40,7 @@ let package = Package(
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataConformance"]),
         .testTarget(name: "StoredumpTests", dependencies: ["storedump", "Strata", "StrataEngine"]),
         .testTarget(name: "StrataDAOTests", dependencies: ["StrataDAO", "Strata", "StrataExamples"]),
+        .testTarget(name: "StrataRepositoryTests", dependencies: ["StrataRepository", "Strata", "StrataEngine"]),
     ],
     swiftLanguageModes: [.v6]
 )

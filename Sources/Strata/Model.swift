@@ -130,6 +130,9 @@ public struct Schema<M: Model>: Sendable {
         Schema(primaryKey: [FieldPath(id)], indexes: indexes, autoIncrement: AutoIncrement(get: { Int64($0[keyPath: id]) }, set: { $0[keyPath: id] = Int($1) }))
     }
 
+    /// Whether `create` assigns ids (the schema was made by `autoIncrementing`).
+    public var isAutoIncrementing: Bool { autoIncrement != nil }
+
     private init(primaryKey: [FieldPath<M>], indexes: [IndexDefinition<M>], autoIncrement: AutoIncrement<M>?) {
         self.primaryKey = primaryKey
         self.indexes = indexes

@@ -79,7 +79,7 @@ final class DecodingContext {
         case .null: return p
         case .bool: return p + 1
         case .int, .uint: _ = try varint(at: &p); return p
-        case .double, .date: return p + 8
+        case .double, .date, .referenceDate: return p + 8
         case .float: return p + 4
         case .uuid: return p + 16
         case .string, .bytes, .url, .decimal: return try lengthPrefixed(at: p).end
@@ -179,8 +179,12 @@ final class DecodingContext {
         case .bool: return try bool(at: position, parent: parent, key: key) as! T
         case .date:
             let stored = try tag(at: position)
-            guard stored == .date || stored == .double else { throw mismatch(stored, expected: type, parent: parent, key: key) }
-            return Date(timeIntervalSince1970: Double(bitPattern: try fixed(UInt64.self, at: position + 1))) as! T
+            let seconds = Double(bitPattern: try fixed(UInt64.self, at: position + 1))
+            switch stored {
+            case .referenceDate: return Date(timeIntervalSinceReferenceDate: seconds) as! T
+            case .date, .double: return Date(timeIntervalSince1970: seconds) as! T
+            default: throw mismatch(stored, expected: type, parent: parent, key: key)
+            }
         case .uuid:
             let stored = try tag(at: position)
             guard stored == .uuid else { throw mismatch(stored, expected: type, parent: parent, key: key) }

@@ -90,7 +90,9 @@ final class EncodingContext {
     func encode<T: Encodable>(_ value: T, into segment: Segment, parent: ValueEncoder?, key: CodingKey?) throws {
         let type = T.self
         if type == String.self { return segment.text(value as! String) }
-        if type == Date.self { segment.tag(.date); return segment.fixed((value as! Date).timeIntervalSince1970.bitPattern) }
+        // Seconds since Foundation's reference date, as `Date` holds them: every Date round-trips
+        // exactly (converting to seconds since 1970 rounds about half of them).
+        if type == Date.self { segment.tag(.referenceDate); return segment.fixed((value as! Date).timeIntervalSinceReferenceDate.bitPattern) }
         if type == UUID.self { segment.tag(.uuid); return withUnsafeBytes(of: (value as! UUID).uuid) { segment.bytes.append(contentsOf: $0) } }
         if type == Data.self {
             let data = value as! Data

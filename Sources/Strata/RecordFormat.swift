@@ -20,6 +20,7 @@ public enum RecordTag: UInt8, Sendable, CustomStringConvertible {
     case keyed = 12     // varint count, count × (varint field id, value)
     case unkeyed = 13   // varint count, count × value
     case map = 14       // varint count, count × (varint length + UTF-8 key, value)
+    case referenceDate = 15 // Double seconds since 2001-01-01, 8 bytes LE: Foundation's own, exact
 
     public var description: String {
         switch self {
@@ -31,7 +32,7 @@ public enum RecordTag: UInt8, Sendable, CustomStringConvertible {
         case .float: "Float"
         case .string: "String"
         case .bytes: "Data"
-        case .date: "Date"
+        case .date, .referenceDate: "Date"
         case .uuid: "UUID"
         case .url: "URL"
         case .decimal: "Decimal"

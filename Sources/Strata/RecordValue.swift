@@ -46,10 +46,14 @@ public indirect enum RecordValue: Sendable, Equatable {
             return .bool(c.buffer[start + 1] != 0)
         case .int: return .int(ZigZag.decode(try c.varint(at: &p)))
         case .uint: return .uint(try c.varint(at: &p))
-        case .double, .date:
-            let bits = try c.fixed(UInt64.self, at: p)
+        case .double, .date, .referenceDate:
+            let seconds = Double(bitPattern: try c.fixed(UInt64.self, at: p))
             p += 8
-            return tag == .double ? .double(Double(bitPattern: bits)) : .date(Date(timeIntervalSince1970: Double(bitPattern: bits)))
+            switch tag {
+            case .double: return .double(seconds)
+            case .date: return .date(Date(timeIntervalSince1970: seconds))
+            default: return .date(Date(timeIntervalSinceReferenceDate: seconds))
+            }
         case .float:
             let bits = try c.fixed(UInt32.self, at: p)
             p += 4

@@ -167,7 +167,9 @@ extension MemoryStorage {
 
 let storageQueue = DispatchQueue(label: "strata.storage", attributes: .concurrent)
 
-func offload<R: Sendable>(_ work: @escaping @Sendable () throws -> R) async throws -> R {
+/// Runs blocking work (disk I/O) on Strata's own queue, so async callers never block a
+/// thread of the cooperative pool. Shared by the layers built on this module.
+package func offload<R: Sendable>(_ work: @escaping @Sendable () throws -> R) async throws -> R {
     try await withCheckedThrowingContinuation { continuation in
         storageQueue.async { continuation.resume(with: Result { try work() }) }
     }

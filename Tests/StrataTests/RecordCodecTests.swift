@@ -178,4 +178,26 @@ struct RecordCodecTests {
         value.parent.base = 7
         #expect(try roundTrip(value) == value)
     }
+
+    struct Stamp: Codable, Equatable { var at: Date }
+
+    @Test("every Date reads back equal to the one written, to the last bit")
+    func datesRoundTripExactly() throws {
+        var fields = FieldTable()
+        var rng = SystemRandomNumberGenerator()
+        let dates = [Date(), .distantPast, .distantFuture, Date(timeIntervalSince1970: 0)]
+            + (0 ..< 1_000).map { _ in Date(timeIntervalSinceReferenceDate: Double.random(in: -1e10 ... 1e10, using: &rng)) }
+        for date in dates {
+            let bytes = try RecordEncoder.encode(Stamp(at: date), fields: &fields, collection: "t")
+            #expect(try RecordDecoder.decode(Stamp.self, from: bytes, fields: fields, collection: "t") == Stamp(at: date))
+        }
+    }
+
+    @Test("dates written with the 1970-based tag 8 still read")
+    func legacyDateTag() throws {
+        let fields = FieldTable(names: ["at"])
+        var record: [UInt8] = [RecordTag.keyed.rawValue, 1, 0, RecordTag.date.rawValue]
+        withUnsafeBytes(of: Double(1_700_000_000).bitPattern.littleEndian) { record += $0 }
+        #expect(try RecordDecoder.decode(Stamp.self, from: record, fields: fields, collection: "t").at == Date(timeIntervalSince1970: 1_700_000_000))
+    }
 }

@@ -1,0 +1,118 @@
+import Foundation
+import Strata
+
+/// Create, read, update and delete `Codable` items by string id (the CRUD article's
+/// protocol), plus what its users need next: `exists`, ordered id listing and batches.
+///
+/// ```swift
+/// let repository: any CRUDRepository = try StrataCRUDRepository(path: "app.strata", table: "clients")
+/// try await repository.create(id: "client", item: Client(name: "Chill Client"))
+/// var client: Client = try await repository.read(id: "client")
+/// client.name = "Busy Client"
+/// try await repository.update(id: "client", item: client)
+/// try await repository.delete(id: "client")
+/// ```
+///
+/// `create` refuses an id that is taken (`RepositoryError.alreadyExists`) where the article's
+/// silently overwrote: replacing is what `update` says, so an accidental reuse of an id
+/// cannot destroy data. `read`, `update` and `delete` of a missing id throw
+/// `RepositoryError.recordNotFound`.
+public protocol CRUDRepository: Sendable {
+    func create<T: Codable & Sendable>(id: String, item: T) async throws
+    func read<T: Codable & Sendable>(id: String) async throws -> T
+    func update<T: Codable & Sendable>(id: String, item: T) async throws
+    func delete(id: String) async throws
+    func exists(id: String) async throws -> Bool
+    /// Ids starting with `prefix`, in ascending order (by UTF-8 bytes), at most `limit`.
+    func list(prefix: String, limit: Int?) async throws -> [String]
+    /// Creates every item, or none when any id is taken (`alreadyExists` names it).
+    func create<T: Codable & Sendable>(_ items: [(id: String, item: T)]) async throws
+    /// The items stored under `ids`, in that order; `recordNotFound` names the first missing id.
+    func read<T: Codable & Sendable>(ids: [String]) async throws -> [T]
+    /// Deletes every item, or none when any id is missing.
+    func delete(ids: [String]) async throws
+}
+
+extension CRUDRepository {
+    /// `read(id:)` with the type spelled out: `try await repository.read(Client.self, id: "c1")`.
+    public func read<T: Codable & Sendable>(_ type: T.Type, id: String) async throws -> T { try await read(id: id) }
+
+    public func list(prefix: String = "") async throws -> [String] { try await list(prefix: prefix, limit: nil) }
+}
+
+/// Where a repository keeps its bytes. Calls are synchronous and may block (disk); the
+/// repository runs them off the cooperative pool. Implement it to add a backend: the shared
+/// conformance tests (`RepositoryConformance` in the tests) say what it must do.
+public protocol RepositoryBackend: Sendable {
+    func load(_ id: String) throws -> Data?
+    /// Stores new items; throws `alreadyExists` (storing none) when any id is taken.
+    func insert(_ items: [(id: String, data: Data)]) throws
+    /// Replaces an existing item; throws `recordNotFound` when it is missing.
+    func replace(_ id: String, with data: Data) throws
+    /// Removes items; throws `recordNotFound` (removing none) when any is missing.
+    func remove(_ ids: [String]) throws
+    func ids(prefix: String, limit: Int?) throws -> [String]
+}
+
+/// A `CRUDRepository` on any backend, encoding items with one transformer.
+public struct BackendRepository<Backend: RepositoryBackend>: CRUDRepository {
+    public let backend: Backend
+    public let transformer: any DataTransformer
+
+    public init(backend: Backend, transformer: any DataTransformer = JSONDataTransformer()) {
+        self.backend = backend
+        self.transformer = transformer
+    }
+
+    public func create<T: Codable & Sendable>(id: String, item: T) async throws {
+        try await create([(id: id, item: item)])
+    }
+
+    public func read<T: Codable & Sendable>(id: String) async throws -> T {
+        try await read(ids: [id])[0]
+    }
+
+    public func update<T: Codable & Sendable>(id: String, item: T) async throws {
+        let data = try StoredItem.encode(item, id: id, transformer: transformer)
+        try await run("update", id) { try backend.replace(id, with: data) }
+    }
+
+    public func delete(id: String) async throws { try await delete(ids: [id]) }
+
+    public func exists(id: String) async throws -> Bool {
+        try await run("exists", id) { try backend.load(id) != nil }
+    }
+
+    public func list(prefix: String, limit: Int?) async throws -> [String] {
+        try await run("list", nil) { try backend.ids(prefix: prefix, limit: limit) }
+    }
+
+    public func create<T: Codable & Sendable>(_ items: [(id: String, item: T)]) async throws {
+        let encoded = try items.map { (id: $0.id, data: try StoredItem.encode($0.item, id: $0.id, transformer: transformer)) }
+        try await run("create", items.count == 1 ? items[0].id : nil) { try backend.insert(encoded) }
+    }
+
+    public func read<T: Codable & Sendable>(ids: [String]) async throws -> [T] {
+        let stored = try await run("read", ids.count == 1 ? ids[0] : nil) { try ids.map { try backend.load($0) } }
+        return try zip(ids, stored).map { id, data in
+            guard let data else { throw RepositoryError.recordNotFound(id: id) }
+            return try StoredItem.decode(T.self, from: data, id: id, transformer: transformer)
+        }
+    }
+
+    public func delete(ids: [String]) async throws {
+        try await run("delete", ids.count == 1 ? ids[0] : nil) { try backend.remove(ids) }
+    }
+
+    /// Runs a backend call off the cooperative pool; its own errors pass through, anything
+    /// else becomes `RepositoryError.storage` with the cause.
+    private func run<R: Sendable>(_ operation: String, _ id: String?, _ work: @escaping @Sendable () throws -> R) async throws -> R {
+        do {
+            return try await offload(work)
+        } catch let error as RepositoryError {
+            throw error
+        } catch {
+            throw RepositoryError.storage(operation: operation, id: id, underlying: error)
+        }
+    }
+}

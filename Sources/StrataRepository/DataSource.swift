@@ -1,0 +1,52 @@
+import Foundation
+
+/// One place items live — memory, disk, network — behind the same six operations (the Data
+/// Sources article's protocol, async and with typed errors instead of force-unwraps).
+/// `Repository` combines several.
+///
+/// ```swift
+/// let books: any DataSource<Book> = RepositoryDataSource(try StrataCRUDRepository(path: "books.strata", table: "books"))
+/// try await books.insert(Book(id: "978-0", title: "Structure and Interpretation"))
+/// let book = try await books.getById("978-0")
+/// ```
+public protocol DataSource<Item>: Sendable {
+    associatedtype Item: Identifiable & Codable & Sendable where Item.ID == String
+    /// A short label for errors and logs ("memory", "disk", "http://host/books").
+    var name: String { get }
+    func getAll() async throws -> [Item]
+    /// Throws `RepositoryError.recordNotFound` when absent.
+    func getById(_ id: String) async throws -> Item
+    /// Throws `RepositoryError.alreadyExists` when the id is taken.
+    func insert(_ item: Item) async throws
+    /// Throws `RepositoryError.recordNotFound` when absent.
+    func update(_ item: Item) async throws
+    /// Removes every item.
+    func clean() async throws
+    /// Throws `RepositoryError.recordNotFound` when absent.
+    func deleteById(_ id: String) async throws
+}
+
+extension DataSource {
+    /// Inserts, or updates when the id exists: how caches are filled.
+    public func upsert(_ item: Item) async throws {
+        do { try await update(item) } catch RepositoryError.recordNotFound { try await insert(item) }
+    }
+}
+
+/// A data source on any `CRUDRepository`: on Strata, this is the disk source.
+public struct RepositoryDataSource<Item: Identifiable & Codable & Sendable>: DataSource where Item.ID == String {
+    public let repository: any CRUDRepository
+    public let name: String
+
+    public init(_ repository: any CRUDRepository, name: String = "disk") {
+        self.repository = repository
+        self.name = name
+    }
+
+    public func getAll() async throws -> [Item] { try await repository.read(ids: try await repository.list()) }
+    public func getById(_ id: String) async throws -> Item { try await repository.read(id: id) }
+    public func insert(_ item: Item) async throws { try await repository.create(id: item.id, item: item) }
+    public func update(_ item: Item) async throws { try await repository.update(id: item.id, item: item) }
+    public func clean() async throws { try await repository.delete(ids: try await repository.list()) }
+    public func deleteById(_ id: String) async throws { try await repository.delete(id: id) }
+}

@@ -1,0 +1,188 @@
+/// Items from an ordered list of data sources — fastest first, e.g. memory, disk, network —
+/// combined by a strategy (the Data Sources article's Repository).
+///
+/// ```swift
+/// let books = Repository<Book>(
+///     sources: [MemoryDataSource(capacity: 500), RepositoryDataSource(disk), HTTPDataSource(baseURL: api)],
+///     strategy: .cacheThrough)
+/// let book = try await books.getById("978-0")   // memory, else disk, else network; fills the faster ones
+///
+/// let login = Repository<Session>(sources: [HTTPDataSource(baseURL: auth)], strategy: .networkOnly)
+/// ```
+public struct Repository<Item: Identifiable & Codable & Sendable>: Sendable where Item.ID == String {
+    public let sources: [any DataSource<Item>]
+    public let strategy: any RepositoryStrategy
+
+    public init(sources: [any DataSource<Item>], strategy: any RepositoryStrategy = .firstMatch) {
+        precondition(!sources.isEmpty, "a repository needs at least one data source")
+        (self.sources, self.strategy) = (sources, strategy)
+    }
+
+    public func getAll() async throws -> [Item] {
+        try await strategy.read(sources, ReadOperation(perform: { try await $0.getAll() }, fill: { source, items in
+            for item in items { try await source.upsert(item) }
+        }))
+    }
+
+    public func getById(_ id: String) async throws -> Item {
+        try await strategy.read(sources, ReadOperation(perform: { try await $0.getById(id) }, fill: { try await $0.upsert($1) }))
+    }
+
+    public func insert(_ item: Item) async throws {
+        try await strategy.write(sources, WriteOperation(id: item.id, perform: { try await $0.insert(item) }, prepareUndo: { source in
+            { try await source.deleteById(item.id) }
+        }))
+    }
+
+    public func update(_ item: Item) async throws {
+        try await strategy.write(sources, WriteOperation(id: item.id, perform: { try await $0.update(item) }, prepareUndo: { source in
+            let previous = try await source.getById(item.id)
+            return { try await source.update(previous) }
+        }))
+    }
+
+    public func deleteById(_ id: String) async throws {
+        try await strategy.write(sources, WriteOperation(id: id, perform: { try await $0.deleteById(id) }, prepareUndo: { source in
+            let previous = try await source.getById(id)
+            return { try await source.insert(previous) }
+        }))
+    }
+
+    public func clean() async throws {
+        try await strategy.write(sources, WriteOperation(id: nil, perform: { try await $0.clean() }, prepareUndo: { source in
+            let previous = try await source.getAll()
+            return { for item in previous { try await source.insert(item) } }
+        }))
+    }
+}
+
+/// A read a strategy runs on one source, and how to store its result in another (for
+/// strategies that fill caches).
+public struct ReadOperation<Item: Identifiable & Codable & Sendable, Value: Sendable>: Sendable where Item.ID == String {
+    public let perform: @Sendable (any DataSource<Item>) async throws -> Value
+    public let fill: @Sendable (any DataSource<Item>, Value) async throws -> Void
+}
+
+/// A write a strategy runs on one source, and how to undo it there (for strategies that
+/// compensate). `prepareUndo` runs before the write and captures what the undo restores.
+public struct WriteOperation<Item: Identifiable & Codable & Sendable>: Sendable where Item.ID == String {
+    /// The item written, or nil when the write is about every item (`clean`).
+    public let id: String?
+    public let perform: @Sendable (any DataSource<Item>) async throws -> Void
+    public let prepareUndo: @Sendable (any DataSource<Item>) async throws -> @Sendable () async throws -> Void
+}
+
+/// How a `Repository` spreads reads and writes over its sources. The built-in strategies are
+/// values (`.firstMatch`, `.cacheThrough`, `.writeThrough`, `.networkOnly`); an app can
+/// write its own.
+public protocol RepositoryStrategy: Sendable {
+    func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value
+    func write<Item>(_ sources: [any DataSource<Item>], _ operation: WriteOperation<Item>) async throws
+}
+
+/// Reads from the first source that answers, in order: a source that does not have the
+/// item (`recordNotFound`) or fails is skipped. When every source fails, the error of the
+/// last is thrown. Shared by the strategies that read this way.
+func firstAnswer<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> (value: Value, index: Int) {
+    var lastError: (any Error)?
+    for (index, source) in sources.enumerated() {
+        do { return (try await operation.perform(source), index) } catch { lastError = error }
+    }
+    throw lastError!
+}
+
+/// The article's strategy: read from the first source that has the item; write to the first
+/// source only.
+public struct FirstMatchStrategy: RepositoryStrategy {
+    public init() {}
+    public func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value {
+        try await firstAnswer(sources, operation).value
+    }
+    public func write<Item>(_ sources: [any DataSource<Item>], _ operation: WriteOperation<Item>) async throws {
+        try await operation.perform(sources[0])
+    }
+}
+
+/// Read from the first source that has the item, then copy it into every faster source
+/// before it (filling the caches). Writes go to the last source — the source of truth — and
+/// then to each cache; a cache that cannot take the write (it evicted the item, say) drops
+/// its copy instead, so it never serves a stale one.
+public struct CacheThroughStrategy: RepositoryStrategy {
+    public init() {}
+    public func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value {
+        let (value, index) = try await firstAnswer(sources, operation)
+        // A cache that cannot be filled is no reason to fail the read.
+        for source in sources[..<index] { try? await operation.fill(source, value) }
+        return value
+    }
+    public func write<Item>(_ sources: [any DataSource<Item>], _ operation: WriteOperation<Item>) async throws {
+        try await operation.perform(sources[sources.count - 1])
+        for cache in sources.dropLast() {
+            do { try await operation.perform(cache) } catch {
+                if let id = operation.id { try? await cache.deleteById(id) } else { try? await cache.clean() }
+            }
+        }
+    }
+}
+
+/// Write to every source, in order; when one fails, undo the write on the sources already
+/// written and throw `RepositoryError.writeFailed` naming the failing source and what was
+/// undone. Reads come from the first source that answers.
+public struct WriteThroughStrategy: RepositoryStrategy {
+    public init() {}
+    public func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value {
+        try await firstAnswer(sources, operation).value
+    }
+    public func write<Item>(_ sources: [any DataSource<Item>], _ operation: WriteOperation<Item>) async throws {
+        var undos: [(source: String, undo: @Sendable () async throws -> Void)] = []
+        for source in sources {
+            do {
+                let undo = try await operation.prepareUndo(source)
+                try await operation.perform(source)
+                undos.append((source.name, undo))
+            } catch {
+                var compensated: [String] = [], failures: [String] = []
+                for (name, undo) in undos.reversed() {
+                    do {
+                        try await undo()
+                        compensated.append(name)
+                    } catch let undoError {
+                        failures.append("\(name) (\(undoError))")
+                    }
+                }
+                throw RepositoryError.writeFailed(source: source.name, underlying: error, compensated: compensated, compensationFailures: failures)
+            }
+        }
+    }
+}
+
+/// Every read and write goes to one source (the article's login example: credentials are
+/// always checked with the backend). `.networkOnly` uses the last source.
+public struct SingleSourceStrategy: RepositoryStrategy {
+    /// The source's position; nil means the last.
+    public let index: Int?
+    public init(index: Int? = nil) { self.index = index }
+
+    public func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value {
+        try await operation.perform(sources[index ?? sources.count - 1])
+    }
+    public func write<Item>(_ sources: [any DataSource<Item>], _ operation: WriteOperation<Item>) async throws {
+        try await operation.perform(sources[index ?? sources.count - 1])
+    }
+}
+
+extension RepositoryStrategy where Self == FirstMatchStrategy {
+    public static var firstMatch: FirstMatchStrategy { FirstMatchStrategy() }
+}
+
+extension RepositoryStrategy where Self == CacheThroughStrategy {
+    public static var cacheThrough: CacheThroughStrategy { CacheThroughStrategy() }
+}
+
+extension RepositoryStrategy where Self == WriteThroughStrategy {
+    public static var writeThrough: WriteThroughStrategy { WriteThroughStrategy() }
+}
+
+extension RepositoryStrategy where Self == SingleSourceStrategy {
+    public static var networkOnly: SingleSourceStrategy { SingleSourceStrategy() }
+}
