@@ -30,7 +30,7 @@ let package = Package(
         .target(name: "StrataDAO", dependencies: ["Strata"]),
         .target(name: "StrataRepository", dependencies: ["Strata", "StrataEngine"]),
         .target(name: "StrataExamples", dependencies: ["Strata", "StrataDAO"]),
-        .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine", "Strata", "StrataDAO", "StrataExamples"]),
+        .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine", "Strata", "StrataDAO", "StrataExamples", "StrataRepository"]),
         .executableTarget(name: "storedump", dependencies: [
             "Strata", "StrataEngine", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),

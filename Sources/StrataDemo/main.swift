@@ -8,6 +8,7 @@ import Strata
 import StrataDAO
 import StrataEngine
 import StrataExamples
+import StrataRepository
 
 /// The demo's model: a Codable struct with a primary key and two indexes.
 struct Member: Model, Equatable {
@@ -113,6 +114,8 @@ do {
     print("unread incoming across dialogs: \(try storage.count(unread)) (plan: \(try storage.explain(unread).access))")
     try dialogs.erase(byPrimaryKey: 2)
     print("erased dialog 2 and, by its translator, its messages: \(try dialogs.count()) dialogs, \(try storage.count(MessageModel.self)) messages")
+
+    try await repositoryTour(database: db, storage: storage)
 
     section("Checkpoint, space and compaction")
     try db.checkpoint()
