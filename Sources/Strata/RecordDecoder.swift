@@ -11,9 +11,22 @@ public enum RecordDecoder {
         try bytes.withUnsafeBytes { try decode(type, from: $0, fields: fields, collection: collection) }
     }
 
+    /// `decode` for a type known to be `RecordCodable`: no runtime conformance check.
+    public static func decode<T: RecordCodable>(_ type: T.Type, from bytes: [UInt8], fields: FieldTable, collection: String) throws -> T {
+        try bytes.withUnsafeBytes { buffer in
+            let context = DecodingContext(buffer: buffer, fields: fields, collection: collection)
+            var reader = try RecordReader(context: context)
+            return try T(from: &reader)
+        }
+    }
+
     public static func decode<T: Decodable>(_ type: T.Type, from buffer: UnsafeRawBufferPointer, fields: FieldTable, collection: String) throws -> T {
         let context = DecodingContext(buffer: buffer, fields: fields, collection: collection)
         guard !buffer.isEmpty else { throw context.corrupt("empty record") }
+        if let fast = type as? any RecordCodable.Type {
+            var reader = try RecordReader(context: context)
+            return try fast.init(from: &reader) as! T
+        }
         return try context.decode(type, at: 0, parent: nil, key: nil)
     }
 }
@@ -68,8 +81,26 @@ final class DecodingContext {
 
     func string(at position: Int) throws -> (String, end: Int) {
         let (bytes, end) = try lengthPrefixed(at: position)
+        // ASCII is valid UTF-8 and most stored text is ASCII: checking for it is a fraction
+        // of the cost of full validation.
+        if Self.isASCII(bytes) { return (String(decoding: bytes, as: UTF8.self), end) }
         guard let s = String(validating: bytes, as: UTF8.self) else { throw corrupt("string is not UTF-8") }
         return (s, end)
+    }
+
+    @inline(__always)
+    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var i = 0, n = bytes.count
+        var high: UInt64 = 0
+        while n - i >= 8 {
+            high |= bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            i += 8
+        }
+        while i < n {
+            high |= UInt64(bytes[i])
+            i += 1
+        }
+        return high & 0x8080_8080_8080_8080 == 0
     }
 
     /// The position just past the value starting at `position`.

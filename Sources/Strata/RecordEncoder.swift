@@ -16,11 +16,22 @@ import Synchronization
 /// in place when their parent is done.
 public enum RecordEncoder {
     public static func encode<T: Encodable>(_ value: T, fields: inout FieldTable, collection: String) throws -> [UInt8] {
+        if let fast = value as? any RecordCodable { return try encode(fast, fields: &fields, collection: collection) }
         let context = EncodingContext(fields: fields, collection: collection)
         let root = Segment()
         try context.encode(value, into: root, parent: nil, key: nil)
         fields = context.fields
         return root.bytes
+    }
+
+    /// `encode` for a `RecordCodable` value: its own field writes, no Codable containers.
+    public static func encode<T: RecordCodable>(_ value: T, fields: inout FieldTable, collection: String) throws -> [UInt8] {
+        // The writer takes the table over (so interning does not copy it) and hands it back.
+        var writer = RecordWriter(fields: fields, collection: collection)
+        fields = FieldTable()
+        defer { fields = writer.fields }
+        try value.encode(to: &writer)
+        return writer.finish()
     }
 }
 
@@ -37,35 +48,16 @@ final class Segment {
         bytes.reserveCapacity(capacity)
     }
 
-    @inline(__always) func tag(_ t: RecordTag) { bytes.append(t.rawValue) }
-
-    @inline(__always) func varint(_ v: UInt64) {
-        var v = v
-        while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        bytes.append(UInt8(v))
-    }
-
-    @inline(__always) func fixed<T: FixedWidthInteger>(_ v: T) {
-        withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) }
-    }
-
-    func string(_ s: String) {
-        var s = s
-        s.withUTF8 { utf8 in
-            varint(UInt64(utf8.count))
-            bytes.append(contentsOf: utf8)
-        }
-    }
-
-    func int(_ v: Int64) { tag(.int); varint(ZigZag.encode(v)) }
-    func uint(_ v: UInt64) { tag(.uint); varint(v) }
-    func double(_ v: Double) { tag(.double); fixed(v.bitPattern) }
+    @inline(__always) func tag(_ t: RecordTag) { bytes.appendTag(t) }
+    @inline(__always) func varint(_ v: UInt64) { bytes.appendVarint(v) }
+    @inline(__always) func fixed<T: FixedWidthInteger>(_ v: T) { bytes.appendFixed(v) }
+    func string(_ s: String) { bytes.appendString(s) }
+    func int(_ v: Int64) { bytes.appendInt(v) }
+    func uint(_ v: UInt64) { bytes.appendUInt(v) }
+    func double(_ v: Double) { bytes.appendDouble(v) }
     func float(_ v: Float) { tag(.float); fixed(v.bitPattern) }
-    func bool(_ v: Bool) { tag(.bool); bytes.append(v ? 1 : 0) }
-    func text(_ v: String) { tag(.string); string(v) }
+    func bool(_ v: Bool) { bytes.appendBool(v) }
+    func text(_ v: String) { bytes.appendText(v) }
 }
 
 final class EncodingContext {
@@ -79,9 +71,11 @@ final class EncodingContext {
         self.collection = collection
     }
 
-    func fieldID(_ key: CodingKey) -> UInt32 {
+    func fieldID(_ key: CodingKey) -> UInt32 { fieldID(key.stringValue) }
+
+    func fieldID(_ name: String) -> UInt32 {
         defer { fieldPosition += 1 }
-        return fields.intern(key.stringValue, at: fieldPosition)
+        return fields.intern(name, at: fieldPosition)
     }
 
     /// Writes one value at the end of `segment`, short-cutting the Foundation types the
@@ -106,6 +100,40 @@ final class EncodingContext {
         try value.encode(to: encoder)
         encoder.finish()
     }
+}
+
+/// The record format's primitive encodings, appended to a byte array: shared by `Segment`
+/// (the Codable path) and `RecordWriter` (the fast path), so both write the same bytes.
+extension [UInt8] {
+    @inline(__always) mutating func appendTag(_ t: RecordTag) { append(t.rawValue) }
+
+    @inline(__always) mutating func appendVarint(_ v: UInt64) {
+        var v = v
+        while v >= 0x80 {
+            append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        append(UInt8(v))
+    }
+
+    @inline(__always) mutating func appendFixed<T: FixedWidthInteger>(_ v: T) {
+        Swift.withUnsafeBytes(of: v.littleEndian) { append(contentsOf: $0) }
+    }
+
+    /// Varint length, then UTF-8.
+    mutating func appendString(_ s: String) {
+        var s = s
+        s.withUTF8 { utf8 in
+            appendVarint(UInt64(utf8.count))
+            append(contentsOf: utf8)
+        }
+    }
+
+    @inline(__always) mutating func appendInt(_ v: Int64) { appendTag(.int); appendVarint(ZigZag.encode(v)) }
+    @inline(__always) mutating func appendUInt(_ v: UInt64) { appendTag(.uint); appendVarint(v) }
+    @inline(__always) mutating func appendDouble(_ v: Double) { appendTag(.double); appendFixed(v.bitPattern) }
+    @inline(__always) mutating func appendBool(_ v: Bool) { appendTag(.bool); append(v ? 1 : 0) }
+    @inline(__always) mutating func appendText(_ v: String) { appendTag(.string); appendString(v) }
 }
 
 /// Whether a keyed container is Swift's `Dictionary` (its keys are data, stored inline as

@@ -32,6 +32,7 @@ final class Fixture: @unchecked Sendable {
     static let records = 100_000
 
     let users: [User]
+    let fastUsers: [FastUser]
     let encoded: [[UInt8]]
     let json: [Data]
     let fields: FieldTable
@@ -41,6 +42,7 @@ final class Fixture: @unchecked Sendable {
     private init() {
         var rng = SplitMix(state: 42)
         users = (0 ..< Self.records).map { User.make($0, rng: &rng) }
+        fastUsers = users.map(FastUser.init)
         var table = FieldTable()
         encoded = users.map { try! RecordEncoder.encode($0, fields: &table, collection: "User") }
         fields = table
@@ -74,6 +76,21 @@ let benchmarks: @Sendable () -> Void = {
         var fields = fixture.fields
         for i in benchmark.scaledIterations {
             blackHole(try RecordEncoder.encode(fixture.users[i % Fixture.records], fields: &fields, collection: "User"))
+        }
+    }
+
+    Benchmark("Codec encode Strata RecordCodable (1k W1 users)") { benchmark in
+        let fixture = Fixture.shared
+        var fields = fixture.fields
+        for i in benchmark.scaledIterations {
+            blackHole(try RecordEncoder.encode(fixture.fastUsers[i % Fixture.records], fields: &fields, collection: "User"))
+        }
+    }
+
+    Benchmark("Codec decode Strata RecordCodable (1k W1 users)") { benchmark in
+        let fixture = Fixture.shared
+        for i in benchmark.scaledIterations {
+            blackHole(try RecordDecoder.decode(FastUser.self, from: fixture.encoded[i % Fixture.records], fields: fixture.fields, collection: "User"))
         }
     }
 

@@ -139,3 +139,36 @@ public struct SplitMix: RandomNumberGenerator, Sendable {
 extension UserByAge {
     public init(_ u: User) { (id, name, email, age, score, createdAt) = (u.id, u.name, u.email, u.age, u.score, u.createdAt) }
 }
+
+/// W1's user with the `RecordCodable` fast path: the same fields and bytes as `User`, encoded
+/// and decoded without `Codable`'s containers.
+public struct FastUser: Model, RecordCodable, Equatable {
+    public var id: Int64
+    public var name: String
+    public var email: String
+    public var age: Int
+    public var score: Double
+    public var createdAt: Int64
+
+    public static let schema = Schema<FastUser>(primaryKey: \.id)
+
+    public init(_ u: User) { (id, name, email, age, score, createdAt) = (u.id, u.name, u.email, u.age, u.score, u.createdAt) }
+
+    public func encode(to record: inout RecordWriter) throws {
+        try record.encode(id, forKey: "id")
+        try record.encode(name, forKey: "name")
+        try record.encode(email, forKey: "email")
+        try record.encode(age, forKey: "age")
+        try record.encode(score, forKey: "score")
+        try record.encode(createdAt, forKey: "createdAt")
+    }
+
+    public init(from record: inout RecordReader) throws {
+        id = try record.decode(Int64.self, forKey: "id")
+        name = try record.decode(String.self, forKey: "name")
+        email = try record.decode(String.self, forKey: "email")
+        age = try record.decode(Int.self, forKey: "age")
+        score = try record.decode(Double.self, forKey: "score")
+        createdAt = try record.decode(Int64.self, forKey: "createdAt")
+    }
+}
