@@ -36,14 +36,15 @@ public protocol RecordCodable: Codable {
 
 /// Writes one struct record's fields (see `RecordCodable`).
 public struct RecordWriter {
-    var fields: FieldTable
+    /// The caller's table, borrowed for the duration of one `RecordEncoder.encode` call.
+    private let fields: UnsafeMutablePointer<FieldTable>
     let collection: String
     private var bytes: [UInt8] = []
     private var count = 0
     /// How many field names this record has interned (the table's order hint).
     private var fieldPosition = 0
 
-    init(fields: FieldTable, collection: String) {
+    init(fields: UnsafeMutablePointer<FieldTable>, collection: String) {
         (self.fields, self.collection) = (fields, collection)
         bytes.reserveCapacity(128)
         bytes.appendTag(.keyed)
@@ -52,7 +53,7 @@ public struct RecordWriter {
 
     @inline(__always) private mutating func field(_ key: String) {
         count += 1
-        bytes.appendVarint(UInt64(fields.intern(key, at: fieldPosition)))
+        bytes.appendVarint(UInt64(fields.pointee.intern(key, at: fieldPosition)))
         fieldPosition += 1
     }
 
@@ -67,13 +68,13 @@ public struct RecordWriter {
     /// Codable path.
     public mutating func encode<T: Encodable>(_ value: T, forKey key: String) throws {
         field(key)
-        let context = EncodingContext(fields: fields, collection: collection)
+        let context = EncodingContext(fields: fields.pointee, collection: collection)
         context.fieldPosition = fieldPosition
         let segment = Segment(capacity: 0)
         swap(&bytes, &segment.bytes)
         defer {
             swap(&bytes, &segment.bytes)
-            fields = context.fields
+            fields.pointee = context.fields
             fieldPosition = context.fieldPosition
         }
         try context.encode(value, into: segment, parent: nil, key: RecordFieldKey(key))

@@ -26,12 +26,12 @@ public enum RecordEncoder {
 
     /// `encode` for a `RecordCodable` value: its own field writes, no Codable containers.
     public static func encode<T: RecordCodable>(_ value: T, fields: inout FieldTable, collection: String) throws -> [UInt8] {
-        // The writer takes the table over (so interning does not copy it) and hands it back.
-        var writer = RecordWriter(fields: fields, collection: collection)
-        fields = FieldTable()
-        defer { fields = writer.fields }
-        try value.encode(to: &writer)
-        return writer.finish()
+        // The writer interns into the caller's table in place: no copies, no reference counting.
+        try withUnsafeMutablePointer(to: &fields) { table in
+            var writer = RecordWriter(fields: table, collection: collection)
+            try value.encode(to: &writer)
+            return writer.finish()
+        }
     }
 }
 
@@ -122,6 +122,11 @@ extension [UInt8] {
 
     /// Varint length, then UTF-8.
     mutating func appendString(_ s: String) {
+        // Native strings lend their UTF-8 without a copy; others are made contiguous first.
+        if let done: Void = s.utf8.withContiguousStorageIfAvailable({ utf8 in
+            appendVarint(UInt64(utf8.count))
+            append(contentsOf: utf8)
+        }) { return done }
         var s = s
         s.withUTF8 { utf8 in
             appendVarint(UInt64(utf8.count))
