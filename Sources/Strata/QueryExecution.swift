@@ -19,18 +19,20 @@ struct QueryExecution<Record> {
     let offset: Int
     let limit: Int?
 
-    func run(_ access: ChosenAccess, _ visit: ([UInt8], Record) throws -> Bool) throws {
+    /// Visits the results with their primary keys. The key buffer is valid only during the
+    /// call (streaming scans lend the tree's bytes: no copy per record).
+    func run(_ access: ChosenAccess, _ visit: (UnsafeRawBufferPointer, Record) throws -> Bool) throws {
         if access.plan.sortsInMemory {
             var found: [([UInt8], Record)] = []
             try candidates(access) { key, record in
-                if try matches(record) { found.append((key, record)) }
+                if try matches(record) { found.append((Array(key), record)) }
                 return true
             }
             // Primary-key order first: it is the result order when unsorted, and breaks
             // ties of the sort keys the same way on every backend.
             found.sort { $0.0.lexicographicallyPrecedes($1.0) }
             sort?(&found)
-            for (key, record) in window(found) where try !visit(key, record) { return }
+            for (key, record) in window(found) where try !key.withUnsafeBytes({ try visit($0, record) }) { return }
             return
         }
         var skipped = 0, emitted = 0
@@ -53,15 +55,15 @@ struct QueryExecution<Record> {
         return results[start ..< end]
     }
 
-    private func fetch(_ key: [UInt8], index: String) throws -> Record {
+    private func fetch(_ key: UnsafeRawBufferPointer, index: String) throws -> Record {
         guard let record = try engine.withValue(key, in: entry.recordsTree, decode) else {
-            throw RecordError.corruptRecord(collection: entry.collection, reason: "index '\(index)' names primary key \(Key(bytes: key)) which has no record")
+            throw RecordError.corruptRecord(collection: entry.collection, reason: "index '\(index)' names primary key \(Key(bytes: Array(key))) which has no record")
         }
         return record
     }
 
     /// Visits the records of the access path in its order, with their primary keys.
-    private func candidates(_ access: ChosenAccess, _ visit: ([UInt8], Record) throws -> Bool) throws {
+    private func candidates(_ access: ChosenAccess, _ visit: (UnsafeRawBufferPointer, Record) throws -> Bool) throws {
         let ranges = access.reverse ? access.ranges.reversed() : access.ranges
         switch access.source {
         case nil, .primaryKey?:
@@ -69,7 +71,7 @@ struct QueryExecution<Record> {
                 var more = true
                 try engine.scan(entry.recordsTree, in: range, reverse: access.reverse) { key, value in
                     if let admits, !admits(value) { return true }
-                    more = try visit(Array(key), try decode(value))
+                    more = try visit(key, try decode(value))
                     return more
                 }
                 if !more { return }
@@ -84,17 +86,20 @@ struct QueryExecution<Record> {
             var groupKeys: [[UInt8]] = []
             func flush() throws -> Bool {
                 defer { groupKeys.removeAll(keepingCapacity: true) }
-                for key in groupKeys.reversed() where try !visit(key, try fetch(key, index: index)) { return false }
+                for key in groupKeys.reversed() {
+                    let more = try key.withUnsafeBytes { try visit($0, try fetch($0, index: index)) }
+                    if !more { return false }
+                }
                 return true
             }
             for range in ranges {
                 var more = true
                 try engine.scan(entry.indexTree(index), in: range, reverse: access.reverse) { indexKey, primaryKey in
-                    let key = Array(primaryKey)
                     guard groupsTies else {
-                        more = try visit(key, try fetch(key, index: index))
+                        more = try visit(primaryKey, try fetch(primaryKey, index: index))
                         return more
                     }
+                    let key = Array(primaryKey)
                     let value = Array(indexKey.dropLast(key.count))
                     if value != groupValue {
                         more = try flush()

@@ -121,8 +121,9 @@ struct CollectionAccess<M: Model> {
         return Planner.choose(query.planRequest(collection: name), candidates: candidates)
     }
 
-    /// Visits the query's results in order, after offset, up to limit.
-    func execute(_ query: Query<M>, _ visit: ([UInt8], M) throws -> Bool) throws {
+    /// Visits the query's results in order, after offset, up to limit, with their primary
+    /// keys (the key buffer is valid only during the call).
+    func execute(_ query: Query<M>, _ visit: (UnsafeRawBufferPointer, M) throws -> Bool) throws {
         let access = choose(query)
         // Scans check what conditions they can on the stored bytes before decoding.
         let scans = access.plan.access == .fullScan || access.plan.access == .primaryKeyRange

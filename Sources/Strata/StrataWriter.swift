@@ -66,7 +66,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
         for (index, definition) in zip(M.schema.indexes, declared) where !state.entry.indexes.contains(definition) {
             try transaction.createTree(state.entry.indexTree(index.name))
             try CollectionAccess<M>(engine: transaction, state: state).execute(Query<M>()) { key, model in
-                try addIndexEntry(index, of: model, primaryKey: key, state: state)
+                try addIndexEntry(index, of: model, primaryKey: Array(key), state: state)
                 return true
             }
             state.entry.indexes.append(definition)
@@ -178,7 +178,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
         let state = try prepare(M.self)
         var keys: [[UInt8]] = []
         try CollectionAccess<M>(engine: transaction, state: state).execute(query) { key, _ in
-            keys.append(key)
+            keys.append(Array(key))
             return true
         }
         for key in keys { _ = try erase(M.self, key: key, state: state) }

@@ -388,7 +388,7 @@ extension CollectionInspector {
             offset: offset, limit: limit)
         var records: [Record] = []
         try execution.run(access) { key, value in
-            records.append(Record(key: Key(bytes: key), value: value))
+            records.append(Record(key: Key(bytes: Array(key)), value: value))
             return true
         }
         return (access.plan, records)
