@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "StrataConformance", targets: ["StrataConformance"]),
         .library(name: "StrataDAO", targets: ["StrataDAO"]),
         .library(name: "StrataRepository", targets: ["StrataRepository"]),
+        .library(name: "StrataRecord", targets: ["StrataRecord"]),
         // The DAO talk's example models, for the demo, tests and benchmarks.
         .library(name: "StrataExamples", targets: ["StrataExamples"]),
         .executable(name: "strata-demo", targets: ["StrataDemo"]),
@@ -29,6 +30,7 @@ let package = Package(
         .target(name: "StrataConformance", dependencies: ["Strata"]),
         .target(name: "StrataDAO", dependencies: ["Strata"]),
         .target(name: "StrataRepository", dependencies: ["Strata", "StrataEngine"]),
+        .target(name: "StrataRecord", dependencies: ["Strata", "StrataEngine"]),
         .target(name: "StrataExamples", dependencies: ["Strata", "StrataDAO"]),
         .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine", "Strata", "StrataDAO", "StrataExamples", "StrataRepository"]),
         .executableTarget(name: "storedump", dependencies: [
@@ -41,6 +43,7 @@ let package = Package(
         .testTarget(name: "StoredumpTests", dependencies: ["storedump", "Strata", "StrataEngine"]),
         .testTarget(name: "StrataDAOTests", dependencies: ["StrataDAO", "Strata", "StrataExamples"]),
         .testTarget(name: "StrataRepositoryTests", dependencies: ["StrataRepository", "Strata", "StrataEngine"]),
+        .testTarget(name: "StrataRecordTests", dependencies: ["StrataRecord", "Strata", "StrataEngine"]),
     ],
     swiftLanguageModes: [.v6]
 )

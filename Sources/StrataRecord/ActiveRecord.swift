@@ -1,0 +1,168 @@
+import Foundation
+import Strata
+
+/// A record that saves itself (the iActiveRecord article, in Swift idiom): a `Model` value
+/// with an auto-assigned `id`, `createdAt` and `updatedAt` kept by the library, validations,
+/// and dirty tracking. Its collection is created on first use.
+///
+/// ```swift
+/// struct User: ActiveRecord {
+///     var id: Int64 = 0
+///     var createdAt = Date()
+///     var updatedAt = Date()
+///     var recordState = RecordState()
+///     var name = ""
+///     var email = ""
+///
+///     static let schema = Schema<User>.autoIncrementing(\.id, indexes: [.unique(\.email)])
+///     static let validations: [Validation<User>] = [.presence(\.name), .uniqueness(\.email)]
+/// }
+///
+/// var user = User(name: "Ada", email: "ada@example.com")
+/// try user.save(on: db)              // insert: id, createdAt, updatedAt assigned
+/// user.name = "Ada Lovelace"
+/// user.changedFields                 // ["name"]
+/// try user.save(on: db)              // update: writes only the changed field
+/// ```
+public protocol ActiveRecord: Model {
+    var id: Int64 { get set }
+    var createdAt: Date { get set }
+    var updatedAt: Date { get set }
+    /// Declare as `var recordState = RecordState()`; never stored.
+    var recordState: RecordState { get set }
+    /// Rules `save()` checks first; none by default.
+    static var validations: [Validation<Self>] { get }
+}
+
+extension ActiveRecord {
+    public static var validations: [Validation<Self>] { [] }
+
+    static var modelName: String { collectionName }
+
+    private static func context(_ given: (any RecordContext)?) throws -> any RecordContext {
+        try given ?? RecordDatabase.requireDefault()
+    }
+
+    /// True until the record is saved the first time.
+    public var isNew: Bool { id == 0 }
+
+    /// Stored fields that differ from the record as last loaded or saved (all of them for a
+    /// new record).
+    public var changedFields: [String] {
+        guard let current = try? SnapshotTables.fields(of: self) else { return [] }
+        guard let loaded = recordState.loaded else { return current.names }
+        return current.changed(from: loaded).filter { $0 != "updatedAt" }
+    }
+
+    public var hasChanges: Bool { !changedFields.isEmpty }
+
+    /// The rules this record breaks, checked against `context` (uniqueness reads it).
+    public func errors(on context: (any RecordContext)? = nil) throws -> [ValidationError] {
+        try Self.context(context).read { reader in try validationErrors(reader) }
+    }
+
+    public func isValid(on context: (any RecordContext)? = nil) throws -> Bool { try errors(on: context).isEmpty }
+
+    func validationErrors(_ reader: any StorageReader) throws -> [ValidationError] {
+        try Self.validations.flatMap { rule in
+            try rule.check(self, reader).map { ValidationError(model: Self.modelName, field: rule.field, key: $0) }
+        }
+    }
+
+    /// Inserts a new record or updates a saved one, after validating it; an invalid record
+    /// stores nothing and throws `RecordInvalid`. An update writes only `changedFields`, on
+    /// top of the row as it is now, so two copies of a record that change different fields
+    /// both keep their change; with no changes it writes nothing.
+    public mutating func save(on context: (any RecordContext)? = nil) throws {
+        guard Self.schema.isAutoIncrementing else { throw RecordDatabaseError.schemaNotAutoIncrementing(model: Self.modelName) }
+        let changes = changedFields
+        guard isNew || !changes.isEmpty else { return }
+        self = try Self.context(context).write { writer in
+            let errors = try validationErrors(writer)
+            guard errors.isEmpty else { throw RecordInvalid(errors: errors) }
+            do {
+                return isNew ? try insert(writer) : try update(changes, writer)
+            } catch let StorageError.uniqueViolation(_, index, _) {
+                throw RecordInvalid(errors: [ValidationError(model: Self.modelName, field: index, key: .taken)])
+            }
+        }
+    }
+
+    private func insert(_ writer: any StorageWriter) throws -> Self {
+        var record = self
+        let now = Date()
+        (record.createdAt, record.updatedAt) = (now, now)
+        record = try writer.create(record)
+        record.recordState.loaded = try SnapshotTables.fields(of: record)
+        return record
+    }
+
+    private func update(_ changes: [String], _ writer: any StorageWriter) throws -> Self {
+        guard let stored = try writer.read(Self.self, primaryKey: id) else {
+            throw RecordDatabaseError.notFound(model: Self.modelName, id: id)
+        }
+        var fields = try SnapshotTables.fields(of: stored)
+        fields.take(changes, from: try SnapshotTables.fields(of: self))
+        var merged = try SnapshotTables.model(Self.self, from: fields)
+        merged.updatedAt = max(Date(), stored.updatedAt.addingTimeInterval(0.000_001))
+        merged = try writer.persist(merged)
+        merged.recordState.loaded = try SnapshotTables.fields(of: merged)
+        return merged
+    }
+
+    /// `save()` for a record that must already be saved.
+    public mutating func update(on context: (any RecordContext)? = nil) throws {
+        guard !isNew else { throw RecordDatabaseError.notSaved(model: Self.modelName) }
+        try save(on: context)
+    }
+
+    /// Deletes the record (the article's `dropRecord`); returns false when it was already gone.
+    @discardableResult
+    public func delete(on context: (any RecordContext)? = nil) throws -> Bool {
+        guard !isNew else { throw RecordDatabaseError.notSaved(model: Self.modelName) }
+        return try Self.context(context).write { try $0.erase(Self.self, primaryKey: id) }
+    }
+
+    /// Marks a record read from storage as loaded, for dirty tracking.
+    func loaded() throws -> Self {
+        var record = self
+        record.recordState.loaded = try SnapshotTables.fields(of: record)
+        return record
+    }
+
+    public static func find(_ id: Int64, on context: (any RecordContext)? = nil) throws -> Self? {
+        try Self.context(context).read { try $0.read(Self.self, primaryKey: id) }?.loaded()
+    }
+
+    /// Every record, in id order.
+    public static func all(on context: (any RecordContext)? = nil) throws -> [Self] {
+        try Self.context(context).read { try $0.readAll(Self.self) }.map { try $0.loaded() }
+    }
+
+    public static func count(on context: (any RecordContext)? = nil) throws -> Int {
+        try Self.context(context).read { try $0.count(Query<Self>()) }
+    }
+
+    public static func deleteAll(on context: (any RecordContext)? = nil) throws {
+        try Self.context(context).write { try $0.eraseAll(Self.self) }
+    }
+
+    // MARK: async
+
+    public mutating func save(on context: (any RecordContext)? = nil) async throws {
+        let record = self
+        self = try await offload {
+            var copy = record
+            try copy.save(on: context)
+            return copy
+        }
+    }
+
+    public static func find(_ id: Int64, on context: (any RecordContext)? = nil) async throws -> Self? {
+        try await offload { try find(id, on: context) }
+    }
+
+    public static func all(on context: (any RecordContext)? = nil) async throws -> [Self] {
+        try await offload { try all(on: context) }
+    }
+}

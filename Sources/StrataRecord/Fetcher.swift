@@ -1,0 +1,120 @@
+import Foundation
+import Strata
+import StrataEngine
+
+/// A query that runs only when asked (the article's lazy fetcher): conditions, order,
+/// window, then `fetch()`, `first()` or `count()`. Conditions on indexed fields use the
+/// indexes (Strata's planner); `explain()` shows the plan.
+///
+/// ```swift
+/// let adults = try User.query(on: db)
+///     .where(\.age >= 18)
+///     .where(.like(\.name, "A%"))
+///     .order(by: \.name)
+///     .limit(10)
+///     .fetch()
+/// ```
+public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
+    var query = Query<M>()
+    let context: (any RecordContext)?
+    var shuffled = false
+
+    init(context: (any RecordContext)?) { self.context = context }
+
+    public func `where`(_ filter: Filter<M>) -> Fetcher { with { $0.query = $0.query.filter(filter) } }
+    public func `where`(_ predicate: Predicate<M>) -> Fetcher { with { $0.query = $0.query.filter(predicate) } }
+
+    public func order<V: Comparable>(by keyPath: KeyPath<M, V> & Sendable, ascending: Bool = true) -> Fetcher {
+        with { $0.query = $0.query.sorted(by: keyPath, ascending: ascending) }
+    }
+
+    /// Results in random order (applied before `limit` and `offset`).
+    public func randomOrder() -> Fetcher { with { $0.shuffled = true } }
+    public func limit(_ count: Int) -> Fetcher { with { $0.query = $0.query.limit(count) } }
+    public func offset(_ count: Int) -> Fetcher { with { $0.query = $0.query.offset(count) } }
+
+    public func fetch() throws -> [M] {
+        let context = try self.context ?? RecordDatabase.requireDefault()
+        guard shuffled else { return try context.read { try $0.read(query) }.map { try $0.loaded() } }
+        var all = try context.read { try $0.read(query.unwindowed) }
+        all.shuffle()
+        let start = min(query.offset, all.count)
+        let end = query.limit.map { min(start + $0, all.count) } ?? all.count
+        return try all[start ..< end].map { try $0.loaded() }
+    }
+
+    public func first() throws -> M? { try limit(1).fetch().first }
+
+    public func count() throws -> Int {
+        let context = try self.context ?? RecordDatabase.requireDefault()
+        return try context.read { try $0.count(query) }
+    }
+
+    /// How the query will run: which tree and range, and what is checked per record.
+    public func explain() throws -> QueryPlan {
+        let context = try self.context ?? RecordDatabase.requireDefault()
+        return try context.read { try $0.explain(query) }
+    }
+
+    private func with(_ change: (inout Fetcher) -> Void) -> Fetcher {
+        var copy = self
+        change(&copy)
+        return copy
+    }
+}
+
+extension Query {
+    /// The same conditions and order without offset and limit.
+    var unwindowed: Query {
+        var query = Query()
+        query = self
+        return query.limit(Int.max).offset(0)
+    }
+}
+
+extension ActiveRecord {
+    /// A lazy fetcher over this type's records.
+    public static func query(on context: (any RecordContext)? = nil) -> Fetcher<Self> { Fetcher(context: context) }
+}
+
+extension Filter {
+    /// SQL's `LIKE`: `%` matches any run of characters, `_` any one; case-sensitive. A
+    /// pattern that is a prefix followed by `%` is answered by an index on the field.
+    public static func like(_ keyPath: KeyPath<M, String> & Sendable, _ pattern: String) -> Filter {
+        let body = pattern.dropLast()
+        if pattern.hasSuffix("%"), !body.contains("%"), !body.contains("_") { return .hasPrefix(keyPath, String(body)) }
+        let matcher = LikePattern(pattern)
+        return .matching { matcher.matches($0[keyPath: keyPath]) }
+    }
+
+    /// SQL's `NOT LIKE`.
+    public static func notLike(_ keyPath: KeyPath<M, String> & Sendable, _ pattern: String) -> Filter {
+        let matcher = LikePattern(pattern)
+        return .matching { !matcher.matches($0[keyPath: keyPath]) }
+    }
+}
+
+/// A compiled LIKE pattern.
+struct LikePattern: Sendable {
+    enum Token: Sendable, Equatable { case literal(Character), any, one }
+    let tokens: [Token]
+
+    init(_ pattern: String) {
+        tokens = pattern.map { $0 == "%" ? .any : $0 == "_" ? .one : .literal($0) }
+    }
+
+    func matches(_ text: String) -> Bool { Self.match(tokens[...], Array(text)[...]) }
+
+    private static func match(_ tokens: ArraySlice<Token>, _ text: ArraySlice<Character>) -> Bool {
+        guard let token = tokens.first else { return text.isEmpty }
+        switch token {
+        case .any:
+            let rest = tokens.dropFirst()
+            if rest.isEmpty { return true }
+            for start in text.indices + [text.endIndex] where match(rest, text[start...]) { return true }
+            return false
+        case .one: return !text.isEmpty && match(tokens.dropFirst(), text.dropFirst())
+        case .literal(let c): return text.first == c && match(tokens.dropFirst(), text.dropFirst())
+        }
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import Strata
+import StrataEngine
+import Synchronization
+
+/// Where records are stored and read: a database, or a transaction open on one. Every record
+/// operation takes one (`save(on:)`), defaulting to `RecordDatabase.default`.
+public protocol RecordContext: Sendable {
+    /// Runs `body` in a write transaction (the context's own, when it is one).
+    func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R
+    func read<R>(_ body: (any StorageReader) throws -> R) throws -> R
+}
+
+/// A Strata database file holding records. The app chooses the file's location (the
+/// article's Caches vs Documents):
+///
+/// ```swift
+/// let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0]
+/// let db = try RecordDatabase(path: caches.appendingPathComponent("app.strata").path)
+/// RecordDatabase.default = db          // optional: lets `user.save()` omit `on:`
+/// ```
+public final class RecordDatabase: RecordContext {
+    public let storage: StrataStorage
+    /// The thread running a transaction on this database, to refuse nesting instead of
+    /// waiting for itself.
+    private let transactionThread = Mutex<pthread_t?>(nil)
+
+    public init(path: String, options: Database.Options = Database.Options()) throws {
+        storage = try StrataStorage(path: path, options: options)
+    }
+
+    public init(storage: StrataStorage) { self.storage = storage }
+
+    public func close() throws { try storage.close() }
+
+    private static let defaultDatabase = Mutex<RecordDatabase?>(nil)
+
+    /// The database record operations use when given none (iActiveRecord's convenience).
+    public static var `default`: RecordDatabase? {
+        get { defaultDatabase.withLock { $0 } }
+        set { defaultDatabase.withLock { $0 = newValue } }
+    }
+
+    static func requireDefault() throws -> RecordDatabase {
+        guard let database = `default` else { throw RecordDatabaseError.noDefaultDatabase }
+        return database
+    }
+
+    public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
+        try checkNotInTransaction()
+        return try storage.write(body)
+    }
+
+    public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R { try storage.read(body) }
+
+    /// Runs `body` in one transaction: it commits when `body` returns, and rolls back —
+    /// leaving the file as it was — when `body` throws or calls `rollback()`. Transactions do
+    /// not nest: starting one inside another throws `RecordDatabaseError.nestedTransaction`.
+    ///
+    /// ```swift
+    /// try db.transaction { tx in
+    ///     var project = Project(name: "Strata")
+    ///     try project.save(on: tx)
+    ///     if project.name.isEmpty { tx.rollback() }
+    /// }
+    /// ```
+    @discardableResult
+    public func transaction<R>(_ body: (RecordTransaction) throws -> R) throws -> R {
+        try checkNotInTransaction()
+        transactionThread.withLock { $0 = pthread_self() }
+        defer { transactionThread.withLock { $0 = nil } }
+        let transaction = RecordTransaction(database: self)
+        do {
+            return try storage.write { writer in
+                transaction.writer.withLock { $0 = WriterBox(writer) }
+                defer { transaction.writer.withLock { $0 = nil } }
+                let result = try body(transaction)
+                if transaction.rolledBack.withLock({ $0 }) { throw RollbackRequested(result: result) }
+                return result
+            }
+        } catch let rollback as RollbackRequested<R> {
+            return rollback.result
+        }
+    }
+
+    private func checkNotInTransaction() throws {
+        if let thread = transactionThread.withLock({ $0 }), pthread_equal(thread, pthread_self()) != 0 {
+            throw RecordDatabaseError.nestedTransaction
+        }
+    }
+}
+
+/// Thrown through `storage.write` to roll back after an explicit `rollback()`.
+private struct RollbackRequested<R>: Error, @unchecked Sendable {  // never leaves this file's catch
+    let result: R
+}
+
+/// The transaction a `transaction { }` block runs in; pass it as the context of record
+/// operations inside the block.
+public final class RecordTransaction: RecordContext {
+    let database: RecordDatabase
+    fileprivate let writer = Mutex<WriterBox?>(nil)
+    fileprivate let rolledBack = Mutex(false)
+
+    init(database: RecordDatabase) { self.database = database }
+
+    /// Ends the transaction without writing anything when the block returns.
+    public func rollback() { rolledBack.withLock { $0 = true } }
+
+    public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
+        guard let box = writer.withLock({ $0 }) else { throw RecordDatabaseError.transactionEnded }
+        return try body(box.writer)
+    }
+
+    public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R {
+        guard let box = writer.withLock({ $0 }) else { throw RecordDatabaseError.transactionEnded }
+        return try body(box.writer)
+    }
+}
+
+/// The writer is used only on the transaction's own thread, inside its block.
+struct WriterBox: @unchecked Sendable {
+    let writer: any StorageWriter
+    init(_ writer: any StorageWriter) { self.writer = writer }
+}
+
+public enum RecordDatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
+    case noDefaultDatabase
+    case nestedTransaction
+    case transactionEnded
+    /// `update`, `delete` or a relation needs a record that has been saved.
+    case notSaved(model: String)
+    /// The record's row is gone (deleted by someone else since it was loaded).
+    case notFound(model: String, id: Int64)
+    case schemaNotAutoIncrementing(model: String)
+
+    public var description: String {
+        switch self {
+        case .noDefaultDatabase: "no database given and RecordDatabase.default is not set"
+        case .nestedTransaction: "a transaction is already open on this database in this thread; run the work in that transaction (pass it as the context) instead of starting another"
+        case .transactionEnded: "the transaction has ended; use it only inside its transaction block"
+        case .notSaved(let model): "this \(model) has not been saved yet; save it before updating, deleting or relating it"
+        case .notFound(let model, let id): "\(model) \(id) no longer exists"
+        case .schemaNotAutoIncrementing(let model): "\(model)'s schema must be Schema.autoIncrementing(\\.id)"
+        }
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import Strata
+import Synchronization
+
+/// What a record remembers about its row: the stored fields as last loaded or saved, for
+/// dirty tracking. Never stored itself. Declare it in every record type:
+/// `var recordState = RecordState()`.
+public struct RecordState: Sendable, Equatable, Codable {
+    var loaded: StoredFields?
+    public init() {}
+    // Reached only outside keyed containers; keyed containers use the overloads below.
+    public init(from decoder: any Decoder) throws {}
+    public func encode(to encoder: any Encoder) throws {}
+}
+
+extension KeyedEncodingContainer {
+    public mutating func encode(_ value: RecordState, forKey key: Key) throws {}
+}
+
+extension KeyedDecodingContainer {
+    public func decode(_ type: RecordState.Type, forKey key: Key) throws -> RecordState { RecordState() }
+}
+
+/// One field table per record type, shared by its snapshots, so nested values' field ids
+/// agree between any two snapshots of the type.
+enum SnapshotTables {
+    private static let tables = Mutex<[ObjectIdentifier: FieldTable]>([:])
+
+    static func fields<M: Encodable>(of model: M) throws -> StoredFields {
+        try tables.withLock { tables in
+            var table = tables[ObjectIdentifier(M.self)] ?? FieldTable()
+            defer { tables[ObjectIdentifier(M.self)] = table }
+            return try StoredFields(encoding: model, table: &table)
+        }
+    }
+
+    static func model<M: Decodable>(_ type: M.Type, from fields: StoredFields) throws -> M {
+        try fields.decode(type, table: tables.withLock { $0[ObjectIdentifier(M.self)] ?? FieldTable() })
+    }
+}

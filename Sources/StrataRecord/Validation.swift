@@ -1,0 +1,118 @@
+import Foundation
+import Strata
+import StrataEngine
+
+/// One failed validation: which model, which field, and a key naming the rule — a value an
+/// app maps to its own localized message (the article's `ARError`), never prose.
+public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var model: String
+    public var field: String
+    public var key: Key
+
+    public struct Key: RawRepresentable, Sendable, Hashable, ExpressibleByStringLiteral {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public init(stringLiteral value: String) { rawValue = value }
+
+        public static let blank: Key = "blank"
+        public static let taken: Key = "taken"
+        public static let tooShort: Key = "tooShort"
+        public static let tooLong: Key = "tooLong"
+        public static let outOfRange: Key = "outOfRange"
+        public static let invalidFormat: Key = "invalidFormat"
+    }
+
+    public init(model: String, field: String, key: Key) {
+        (self.model, self.field, self.key) = (model, field, key)
+    }
+
+    public var description: String { "\(model).\(field): \(key.rawValue)" }
+}
+
+/// `save()` stored nothing because the record is invalid; `errors` says why.
+public struct RecordInvalid: Error, Sendable, CustomStringConvertible {
+    public var errors: [ValidationError]
+    public var description: String { "invalid record: " + errors.map(\.description).joined(separator: ", ") }
+}
+
+/// A custom rule for one value (the article's `ARValidatorProtocol`): returns the keys of
+/// the rules the value breaks, none when it is valid.
+///
+/// ```swift
+/// struct NotReserved: RecordValidator {
+///     func validate(_ value: String) -> [ValidationError.Key] { ["admin", "root"].contains(value) ? ["reserved"] : [] }
+/// }
+/// static let validations: [Validation<User>] = [.custom(\.name, NotReserved())]
+/// ```
+public protocol RecordValidator<Value>: Sendable {
+    associatedtype Value
+    func validate(_ value: Value) -> [ValidationError.Key]
+}
+
+/// A rule on one field of `M`, declared with the record type:
+///
+/// ```swift
+/// static let validations: [Validation<User>] = [
+///     .presence(\.name), .length(\.name, 2 ... 40), .format(\.email, #/^[^@\s]+@[^@\s]+$/#),
+///     .uniqueness(\.email), .range(\.age, 0 ... 150),
+/// ]
+/// ```
+public struct Validation<M: ActiveRecord>: @unchecked Sendable {
+    let field: String
+    let check: (M, any StorageReader) throws -> [ValidationError.Key]
+
+    /// The string is not empty or only whitespace.
+    public static func presence(_ keyPath: KeyPath<M, String>) -> Validation {
+        Validation(field: name(keyPath)) { record, _ in
+            record[keyPath: keyPath].trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ? [.blank] : []
+        }
+    }
+
+    /// The optional is not nil.
+    public static func presence<V>(_ keyPath: KeyPath<M, V?>) -> Validation {
+        Validation(field: name(keyPath)) { record, _ in record[keyPath: keyPath] == nil ? [.blank] : [] }
+    }
+
+    /// The string's length (in characters) is within `range`.
+    public static func length(_ keyPath: KeyPath<M, String>, _ range: ClosedRange<Int>) -> Validation {
+        Validation(field: name(keyPath)) { record, _ in
+            let count = record[keyPath: keyPath].count
+            return count < range.lowerBound ? [.tooShort] : count > range.upperBound ? [.tooLong] : []
+        }
+    }
+
+    /// The value is within `range`.
+    public static func range<V: Comparable>(_ keyPath: KeyPath<M, V>, _ range: ClosedRange<V>) -> Validation {
+        Validation(field: name(keyPath)) { record, _ in range.contains(record[keyPath: keyPath]) ? [] : [.outOfRange] }
+    }
+
+    /// The whole string matches `pattern`.
+    public static func format(_ keyPath: KeyPath<M, String>, _ pattern: Regex<Substring>) -> Validation {
+        Validation(field: name(keyPath)) { record, _ in
+            (try? pattern.wholeMatch(in: record[keyPath: keyPath])) != nil ? [] : [.invalidFormat]
+        }
+    }
+
+    /// No other record has the same value. Declare a unique index on the field too
+    /// (`.unique(\.email)` in the schema): the check here gives a friendly error before
+    /// writing, the index makes it hold when two saves race.
+    public static func uniqueness<V: KeyComponent & Equatable & Sendable>(_ keyPath: KeyPath<M, V>) -> Validation {
+        Validation(field: name(keyPath)) { record, reader in
+            let value = record[keyPath: keyPath]
+            let others = try reader.read(M.filter(keyPath == value).limit(2))
+            return others.contains { $0.id != record.id } ? [.taken] : []
+        }
+    }
+
+    /// A custom validator on one field.
+    public static func custom<V, Validator: RecordValidator>(_ keyPath: KeyPath<M, V>, _ validator: Validator) -> Validation
+    where Validator.Value == V {
+        Validation(field: name(keyPath)) { record, _ in validator.validate(record[keyPath: keyPath]) }
+    }
+
+    static func name(_ keyPath: AnyKeyPath) -> String {
+        let description = String(describing: keyPath)
+        let prefix = "\\" + String(describing: M.self) + "."
+        return description.hasPrefix(prefix) ? String(description.dropFirst(prefix.count)) : description
+    }
+}

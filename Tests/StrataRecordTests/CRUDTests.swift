@@ -1,0 +1,74 @@
+import Foundation
+import Strata
+import StrataRecord
+import Testing
+
+@Suite("ActiveRecord: CRUD, timestamps, ignored fields")
+struct CRUDTests {
+    @Test("save inserts with id and timestamps; find, all, count, update, delete, deleteAll")
+    func crud() throws {
+        try withDatabase { db, _ in
+            var ada = User(name: "Ada", email: "ada@example.com", age: 36)
+            #expect(ada.isNew)
+            try ada.save(on: db)
+            #expect(ada.id == 1 && !ada.isNew && ada.createdAt == ada.updatedAt)
+            var grace = User(name: "Grace", email: "grace@example.com", age: 85)
+            try grace.save(on: db)
+            #expect(try User.find(1, on: db) == ada)
+            #expect(try User.all(on: db).map(\.name) == ["Ada", "Grace"])
+            #expect(try User.count(on: db) == 2)
+            ada.age = 37
+            try ada.update(on: db)
+            #expect(ada.updatedAt > ada.createdAt)
+            #expect(try User.find(1, on: db)?.age == 37)
+            #expect(try grace.delete(on: db))
+            #expect(try User.find(2, on: db) == nil)
+            try User.deleteAll(on: db)
+            #expect(try User.count(on: db) == 0)
+        }
+    }
+
+    @Test("an ignored field is never stored and reads back empty")
+    func ignoredField() throws {
+        try withDatabase { db, _ in
+            var user = User(name: "Ada", email: "ada@example.com")
+            user.sessionToken = "secret"
+            try user.save(on: db)
+            #expect(try User.find(user.id, on: db)?.sessionToken == "")
+            #expect(!user.changedFields.contains("sessionToken") && !user.changedFields.contains("_sessionToken"))
+        }
+    }
+
+    @Test("update and delete of a record never saved are clear errors")
+    func unsavedRecord() throws {
+        try withDatabase { db, _ in
+            var user = User(name: "Ada", email: "ada@example.com")
+            #expect(throws: RecordDatabaseError.notSaved(model: "User")) { try user.update(on: db) }
+            #expect(throws: RecordDatabaseError.notSaved(model: "User")) { try user.delete(on: db) }
+        }
+    }
+
+    @Test("records work without a global database, and with the optional default")
+    func defaultDatabase() throws {
+        try withDatabase { db, _ in
+            RecordDatabase.default = db
+            defer { RecordDatabase.default = nil }
+            var user = User(name: "Ada", email: "ada@example.com")
+            try user.save()
+            #expect(try User.count() == 1)
+        }
+        var orphan = User(name: "Ada", email: "ada@example.com")
+        #expect(throws: RecordDatabaseError.noDefaultDatabase) { try orphan.save() }
+    }
+
+    @Test("async save and fetch")
+    func async() async throws {
+        let path = NSTemporaryDirectory() + "strata-record-" + UUID().uuidString + ".strata"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let db = try RecordDatabase(path: path)
+        var user = User(name: "Ada", email: "ada@example.com")
+        try await user.save(on: db)
+        #expect(try await User.find(user.id, on: db)?.name == "Ada")
+        #expect(try await User.all(on: db).count == 1)
+    }
+}

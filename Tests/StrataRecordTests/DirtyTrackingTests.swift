@@ -1,0 +1,52 @@
+import Foundation
+import Strata
+import StrataRecord
+import Testing
+
+@Suite("ActiveRecord: dirty tracking")
+struct DirtyTrackingTests {
+    @Test("changedFields lists what changed since loading; saving clears it")
+    func changedFields() throws {
+        try withDatabase { db, _ in
+            var user = User(name: "Ada", email: "ada@example.com", age: 36)
+            try user.save(on: db)
+            #expect(!user.hasChanges)
+            user.age = 37
+            user.name = "Ada L"
+            #expect(Set(user.changedFields) == ["age", "name"])
+            try user.save(on: db)
+            #expect(!user.hasChanges)
+            var loaded = try #require(try User.find(user.id, on: db))
+            #expect(!loaded.hasChanges)
+            loaded.email = "ada@lovelace.org"
+            #expect(loaded.changedFields == ["email"])
+        }
+    }
+
+    @Test("saving without changes writes nothing (no commit)")
+    func noChangesNoWrite() throws {
+        try withDatabase { db, _ in
+            var user = User(name: "Ada", email: "ada@example.com")
+            try user.save(on: db)
+            let before = try db.storage.database.statistics().commitSequence
+            try user.save(on: db)
+            #expect(try db.storage.database.statistics().commitSequence == before)
+        }
+    }
+
+    @Test("two copies of one row changing different fields both keep their change")
+    func concurrentEditsMerge() throws {
+        try withDatabase { db, _ in
+            var user = User(name: "Ada", email: "ada@example.com", age: 36)
+            try user.save(on: db)
+            var first = try #require(try User.find(user.id, on: db))
+            var second = try #require(try User.find(user.id, on: db))
+            first.age = 40
+            second.name = "Augusta Ada"
+            try first.save(on: db)
+            try second.save(on: db)
+            let stored = try #require(try User.find(user.id, on: db))
+            #expect(stored.age == 40 && stored.name == "Augusta Ada")
+        }
+    }
+}

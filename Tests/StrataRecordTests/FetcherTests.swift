@@ -1,0 +1,50 @@
+import Foundation
+import Strata
+import StrataRecord
+import Testing
+
+@Suite("ActiveRecord: the lazy fetcher")
+struct FetcherTests {
+    func seeded(_ body: (RecordDatabase) throws -> Void) throws {
+        try withDatabase { db, _ in
+            try db.transaction { tx in
+                for (i, name) in ["Ada", "Alan", "Grace", "Edsger", "Barbara", "Ken", "Margaret"].enumerated() {
+                    var user = User(name: name, email: "\(name.lowercased())@example.com", age: 30 + i * 7)
+                    try user.save(on: tx)
+                }
+            }
+            try body(db)
+        }
+    }
+
+    @Test("=, !=, IN, NOT IN, BETWEEN, LIKE, NOT LIKE and #Predicate")
+    func operators() throws {
+        try seeded { (db: RecordDatabase) throws in
+            func names(_ fetcher: Fetcher<User>) throws -> [String] { try fetcher.order(by: \.name).fetch().map(\.name) }
+            let all = User.query(on: db)
+            #expect(try names(all.where(\.age == 37)) == ["Alan"])
+            #expect(try names(all.where(\.name != "Ada")).count == 6)
+            #expect(try names(all.where(.in(\.age, [30, 44]))) == ["Ada", "Grace"])
+            #expect(try names(all.where(.notIn(\.age, [30, 44]))).count == 5)
+            #expect(try names(all.where(.between(\.age, 40 ... 60))) == ["Barbara", "Edsger", "Grace"])
+            #expect(try names(all.where(.like(\.name, "A%"))) == ["Ada", "Alan"])
+            #expect(try names(all.where(.like(\.name, "%r_a%"))) == ["Barbara", "Margaret"])
+            #expect(try names(all.where(.notLike(\.name, "%a%"))) == ["Edsger", "Ken"])
+            #expect(try names(all.where(#Predicate { $0.age > 60 && $0.name.starts(with: "M") })) == ["Margaret"])
+        }
+    }
+
+    @Test("order, limit, offset, first, count, random order; indexed conditions use the index")
+    func windowAndPlan() throws {
+        try seeded { (db: RecordDatabase) throws in
+            let byAge = User.query(on: db).order(by: \.age, ascending: false)
+            #expect(try byAge.limit(2).fetch().map(\.name) == ["Margaret", "Ken"])
+            #expect(try byAge.offset(5).fetch().map(\.name) == ["Alan", "Ada"])
+            #expect(try byAge.first()?.name == "Margaret")
+            #expect(try User.query(on: db).where(\.age >= 44).count() == 5)
+            #expect(Set(try User.query(on: db).randomOrder().fetch().map(\.name)).count == 7)
+            #expect(try User.query(on: db).randomOrder().limit(3).fetch().count == 3)
+            #expect(try User.query(on: db).where(\.age >= 44).explain().access == .indexRange(index: "age"))
+        }
+    }
+}
