@@ -116,11 +116,17 @@ extension ActiveRecord {
         try save(on: context)
     }
 
-    /// Deletes the record (the article's `dropRecord`); returns false when it was already gone.
+    /// Deletes the record (the article's `dropRecord`) and, in the same transaction, applies
+    /// its type's dependency rules (`HasDependents`: destroy, nullify, restrict). Returns false
+    /// when it was already gone.
     @discardableResult
     public func delete(on context: (any RecordContext)? = nil) throws -> Bool {
         guard !isNew else { throw RecordDatabaseError.notSaved(model: Self.modelName) }
-        return try Self.context(context).write { try $0.erase(Self.self, primaryKey: id) }
+        return try Self.context(context).write { writer in
+            guard try writer.read(Self.self, primaryKey: id) != nil else { return false }
+            try Self.deleteCascading(id, writer)
+            return true
+        }
     }
 
     /// Marks a record read from storage as loaded, for dirty tracking.
@@ -143,8 +149,12 @@ extension ActiveRecord {
         try Self.context(context).read { try $0.count(Query<Self>()) }
     }
 
+    /// Deletes every record; with dependency rules (`HasDependents`), each record's apply.
     public static func deleteAll(on context: (any RecordContext)? = nil) throws {
-        try Self.context(context).write { try $0.eraseAll(Self.self) }
+        try Self.context(context).write { writer in
+            guard Self.self is any HasDependents.Type else { return try writer.eraseAll(Self.self) }
+            for record in try writer.readAll(Self.self) { try deleteCascading(record.id, writer) }
+        }
     }
 
     // MARK: async

@@ -11,6 +11,7 @@ struct User: ActiveRecord, Equatable {
     var name = ""
     var email = ""
     var age = 0
+    var groupId: Int64?
     @Ignored var sessionToken: String = ""
 
     static let schema = Schema<User>.autoIncrementing(\.id, indexes: [.unique(\.email), .index(\.age)])
@@ -35,4 +36,52 @@ func withDatabase(_ body: (RecordDatabase, String) throws -> Void) throws {
     let db = try RecordDatabase(path: path)
     try body(db, path)
     try? db.close()
+}
+
+/// A group of users; deleting it detaches its users and destroys its projects.
+struct Group: ActiveRecord, HasDependents {
+    var id: Int64 = 0
+    var createdAt = Date()
+    var updatedAt = Date()
+    var recordState = RecordState()
+    var title = ""
+
+    static let schema = Schema<Group>.autoIncrementing(\.id)
+    static let dependents: [Dependent<Group>] = [.nullify(User.self, \.groupId), .destroy(Project.self, \.groupId)]
+}
+
+/// A group's project; deleting it destroys its tasks, and is refused while members are linked.
+struct Project: ActiveRecord, HasDependents {
+    var id: Int64 = 0
+    var createdAt = Date()
+    var updatedAt = Date()
+    var recordState = RecordState()
+    var name = ""
+    var groupId: Int64?
+
+    static let schema = Schema<Project>.autoIncrementing(\.id, indexes: [.index(\.groupId)])
+    static let dependents: [Dependent<Project>] = [.destroy(Task.self, \.projectId), .destroy(Membership.self, \.projectId)]
+}
+
+struct Task: ActiveRecord {
+    var id: Int64 = 0
+    var createdAt = Date()
+    var updatedAt = Date()
+    var recordState = RecordState()
+    var title = ""
+    var projectId: Int64?
+
+    static let schema = Schema<Task>.autoIncrementing(\.id)
+}
+
+/// The join record of users and projects (hasManyThrough).
+struct Membership: ActiveRecord {
+    var id: Int64 = 0
+    var createdAt = Date()
+    var updatedAt = Date()
+    var recordState = RecordState()
+    var userId: Int64?
+    var projectId: Int64?
+
+    static let schema = Schema<Membership>.autoIncrementing(\.id)
 }

@@ -1,0 +1,167 @@
+import Foundation
+import Strata
+import StrataEngine
+
+/// Relations between records (the article's belongsTo, hasMany and hasManyThrough), through
+/// foreign-key fields: a child stores its parent's id in an `Int64?` field. Every helper
+/// needs saved records — an unsaved one is `RecordDatabaseError.notSaved`, as the article warns.
+///
+/// ```swift
+/// struct User: ActiveRecord { ...; var groupId: Int64? }
+/// var user = ...; let group = ...
+/// try user.setParent(group, \.groupId, on: db)          // belongsTo: set and save
+/// try user.parent(Group.self, \.groupId, on: db)       // the group
+/// try group.children(User.self, \.groupId, on: db)     // hasMany
+/// try group.add(&user, \.groupId, on: db) / remove
+/// try user.related(Project.self, through: Membership.self, \.userId, \.projectId, on: db)   // hasManyThrough
+/// ```
+extension ActiveRecord {
+    private func requireSaved() throws {
+        if isNew { throw RecordDatabaseError.notSaved(model: Self.modelName) }
+    }
+
+    // MARK: belongsTo
+
+    /// The parent this record's `key` names, or nil.
+    public func parent<P: ActiveRecord>(_ type: P.Type, _ key: KeyPath<Self, Int64?>, on context: (any RecordContext)? = nil) throws -> P? {
+        guard let parentID = self[keyPath: key] else { return nil }
+        return try P.find(parentID, on: context)
+    }
+
+    /// Points `key` at `parent` and saves this record.
+    public mutating func setParent<P: ActiveRecord>(_ parent: P?, _ key: WritableKeyPath<Self, Int64?>, on context: (any RecordContext)? = nil) throws {
+        try parent?.requireSaved()
+        self[keyPath: key] = parent?.id
+        try save(on: context)
+    }
+
+    // MARK: hasMany
+
+    /// The records of type `C` whose `key` names this record.
+    public func children<C: ActiveRecord>(_ type: C.Type, _ key: KeyPath<C, Int64?> & Sendable, on context: (any RecordContext)? = nil) throws -> [C] {
+        try requireSaved()
+        return try C.query(on: context).where(key == Optional(id)).fetch()
+    }
+
+    /// Makes `child` one of this record's children and saves it.
+    public func add<C: ActiveRecord>(_ child: inout C, _ key: WritableKeyPath<C, Int64?>, on context: (any RecordContext)? = nil) throws {
+        try requireSaved()
+        try child.setParent(self, key, on: context)
+    }
+
+    /// Detaches `child` (its `key` becomes nil) and saves it.
+    public func remove<C: ActiveRecord>(_ child: inout C, _ key: WritableKeyPath<C, Int64?>, on context: (any RecordContext)? = nil) throws {
+        try requireSaved()
+        guard child[keyPath: key] == id else { return }
+        try child.setParent(Optional<Self>.none, key, on: context)
+    }
+
+    // MARK: hasManyThrough
+
+    /// The records of type `R` linked to this one by join records of type `J`, whose `from`
+    /// names this record and `to` names the other.
+    public func related<R: ActiveRecord, J: ActiveRecord>(
+        _ type: R.Type, through join: J.Type, _ from: KeyPath<J, Int64?> & Sendable, _ to: KeyPath<J, Int64?>,
+        on context: (any RecordContext)? = nil
+    ) throws -> [R] {
+        try requireSaved()
+        let links = try J.query(on: context).where(from == Optional(id)).fetch()
+        return try links.compactMap { link in try link[keyPath: to].flatMap { try R.find($0, on: context) } }
+    }
+
+    /// Links `other` to this record with a new join record made by `makeJoin(thisID, otherID)`;
+    /// does nothing when they are already linked.
+    public func link<R: ActiveRecord, J: ActiveRecord>(
+        _ other: R, through join: J.Type, _ from: KeyPath<J, Int64?> & Sendable, _ to: KeyPath<J, Int64?> & Sendable,
+        on context: (any RecordContext)? = nil, makeJoin: (Int64, Int64) -> J
+    ) throws {
+        try requireSaved()
+        try other.requireSaved()
+        let existing = try J.query(on: context).where(from == Optional(id) && to == Optional(other.id)).count()
+        guard existing == 0 else { return }
+        var record = makeJoin(id, other.id)
+        try record.save(on: context)
+    }
+
+    /// Removes the join records linking `other` to this record.
+    public func unlink<R: ActiveRecord, J: ActiveRecord>(
+        _ other: R, through join: J.Type, _ from: KeyPath<J, Int64?> & Sendable, _ to: KeyPath<J, Int64?> & Sendable,
+        on context: (any RecordContext)? = nil
+    ) throws {
+        try requireSaved()
+        try other.requireSaved()
+        for link in try J.query(on: context).where(from == Optional(id) && to == Optional(other.id)).fetch() {
+            try link.delete(on: context)
+        }
+    }
+}
+
+/// What deleting a record does to the records that point at it, declared on the parent type:
+///
+/// ```swift
+/// static let dependents: [Dependent<Group>] = [.nullify(User.self, \.groupId), .destroy(Project.self, \.groupId)]
+/// ```
+public struct Dependent<Parent: ActiveRecord>: Sendable {
+    let apply: @Sendable (_ parentID: Int64, _ writer: any StorageWriter) throws -> Void
+
+    /// Deletes the children too (their own dependents apply in turn).
+    public static func destroy<C: ActiveRecord>(_ child: C.Type, _ key: KeyPath<C, Int64?> & Sendable) -> Dependent {
+        Dependent { parentID, writer in
+            for record in try writer.read(C.filter(key == Optional(parentID))) { try C.deleteCascading(record.id, writer) }
+        }
+    }
+
+    /// Sets the children's foreign key to nil.
+    public static func nullify<C: ActiveRecord>(_ child: C.Type, _ key: WritableKeyPath<C, Int64?> & Sendable) -> Dependent {
+        Dependent { parentID, writer in
+            for var record in try writer.read(C.filter(key == Optional(parentID))) {
+                record[keyPath: key] = nil
+                record.updatedAt = Date()
+                try writer.persist(record)
+            }
+        }
+    }
+
+    /// Refuses the delete while children exist (`RecordDeleteRestricted`).
+    public static func restrict<C: ActiveRecord>(_ child: C.Type, _ key: KeyPath<C, Int64?> & Sendable) -> Dependent {
+        Dependent { parentID, writer in
+            let count = try writer.count(C.filter(key == Optional(parentID)))
+            if count > 0 {
+                throw RecordDeleteRestricted(model: Parent.collectionName, id: parentID, dependent: C.collectionName, count: count)
+            }
+        }
+    }
+}
+
+/// A delete refused by a `.restrict` rule; nothing was deleted.
+public struct RecordDeleteRestricted: Error, Sendable, Equatable, CustomStringConvertible {
+    public var model: String
+    public var id: Int64
+    public var dependent: String
+    public var count: Int
+
+    public init(model: String, id: Int64, dependent: String, count: Int) {
+        (self.model, self.id, self.dependent, self.count) = (model, id, dependent, count)
+    }
+
+    public var description: String { "\(model) \(id) cannot be deleted: \(count) \(dependent) record(s) still refer to it" }
+}
+
+/// Record types with delete rules for the records that point at them.
+public protocol HasDependents: ActiveRecord {
+    static var dependents: [Dependent<Self>] { get }
+}
+
+extension ActiveRecord {
+    /// Deletes one record and applies its type's dependency rules, in the caller's transaction.
+    static func deleteCascading(_ id: Int64, _ writer: any StorageWriter) throws {
+        if let rules = (Self.self as? any HasDependents.Type)?.dependencyRules() {
+            for rule in rules { try rule(id, writer) }
+        }
+        _ = try writer.erase(Self.self, primaryKey: id)
+    }
+}
+
+extension HasDependents {
+    static func dependencyRules() -> [@Sendable (Int64, any StorageWriter) throws -> Void] { dependents.map(\.apply) }
+}
