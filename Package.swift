@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "StrataRepository", dependencies: ["Strata", "StrataEngine"]),
         .target(name: "StrataRecord", dependencies: ["Strata", "StrataEngine"]),
         .target(name: "StrataExamples", dependencies: ["Strata", "StrataDAO"]),
-        .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine", "Strata", "StrataDAO", "StrataExamples", "StrataRepository"]),
+        .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine", "Strata", "StrataDAO", "StrataExamples", "StrataRepository", "StrataRecord"]),
         .executableTarget(name: "storedump", dependencies: [
             "Strata", "StrataEngine", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),

@@ -57,6 +57,7 @@ let package = Package(
                 .product(name: "StrataEngine", package: "Strata"),
                 .product(name: "StrataDAO", package: "Strata"),
                 .product(name: "StrataExamples", package: "Strata"),
+                .product(name: "StrataRecord", package: "Strata"),
             ],
             path: "Benchmarks/StrataBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

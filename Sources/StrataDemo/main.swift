@@ -8,6 +8,7 @@ import Strata
 import StrataDAO
 import StrataEngine
 import StrataExamples
+import StrataRecord
 import StrataRepository
 
 /// The demo's model: a Codable struct with a primary key and two indexes.
@@ -116,6 +117,7 @@ do {
     print("erased dialog 2 and, by its translator, its messages: \(try dialogs.count()) dialogs, \(try storage.count(MessageModel.self)) messages")
 
     try await repositoryTour(database: db, storage: storage)
+    try recordTour(storage: storage)
 
     section("Checkpoint, space and compaction")
     try db.checkpoint()

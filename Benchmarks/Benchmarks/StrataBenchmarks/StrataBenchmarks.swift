@@ -199,4 +199,5 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     w3Benchmarks()
+    activeRecordBenchmarks()
 }
