@@ -19,6 +19,21 @@ public struct Query<M: Model>: Sendable {
     var sortKeys: [SortKey<M>] = []
     public private(set) var limit: Int?
     public private(set) var offset = 0
+    /// The stored fields to decode, when the query reads only some (`only`, `except`).
+    public private(set) var projection: Projection?
+
+    /// Which stored fields a query decodes; the others read as their zero values (or nil).
+    public enum Projection: Sendable, Equatable {
+        case only(Set<String>)
+        case except(Set<String>)
+
+        func keeps(_ name: String) -> Bool {
+            switch self {
+            case .only(let names): names.contains(name)
+            case .except(let names): !names.contains(name)
+            }
+        }
+    }
 
     public init(_ type: M.Type = M.self) {}
 
@@ -61,6 +76,37 @@ public struct Query<M: Model>: Sendable {
         var copy = self
         copy.offset = max(0, count)
         return copy
+    }
+
+    /// Decodes only the named stored fields (plus those the conditions and sort read); the
+    /// others read as zero or nil, and are never decoded — the article's "text fields without
+    /// the heavy pictures". Fields with no zero value (Date, UUID, URL, enums) must be kept.
+    /// Backends that keep no stored bytes (MemoryStorage) return whole records.
+    public func only(_ fields: some Sequence<String>) -> Query {
+        var copy = self
+        copy.projection = .only(Set(fields))
+        return copy
+    }
+
+    /// Decodes every stored field except the named ones (see `only`).
+    public func except(_ fields: some Sequence<String>) -> Query {
+        var copy = self
+        copy.projection = .except(Set(fields))
+        return copy
+    }
+
+    /// The projection to apply to stored bytes, widened to the fields conditions and sort
+    /// keys read; nil (decode everything) when a condition or sort reads the model in ways
+    /// the planner cannot see.
+    var storedProjection: Projection? {
+        guard let projection else { return nil }
+        let (conditions, hasOpaque) = planTerm.conjuncts
+        guard !hasOpaque, sortKeys.allSatisfy({ $0.keyPath != nil }) else { return nil }
+        let read = Set((conditions.map(\.0) + sortKeys.compactMap(\.keyPath)).map { FieldPath<M>.propertyName(of: $0) })
+        switch projection {
+        case .only(let names): return .only(names.union(read))
+        case .except(let names): return .except(names.subtracting(read))
+        }
     }
 
     var hasConditions: Bool { !filters.isEmpty || !predicates.isEmpty }

@@ -102,6 +102,32 @@ struct CollectionAccess<M: Model> {
         try RecordDecoder.decode(M.self, from: bytes, fields: state.fields, collection: name)
     }
 
+    /// Decodes only the top-level fields `projection` keeps: the record is rewritten without
+    /// the others (copying their bytes, never decoding them) and decoded.
+    func decode(_ bytes: UnsafeRawBufferPointer, keeping projection: Query<M>.Projection) throws -> M {
+        let context = DecodingContext(buffer: bytes, fields: state.fields, collection: name)
+        guard try context.tag(at: 0) == .keyed else { return try decode(bytes) }
+        var p = 1
+        let count = try context.varint(at: &p)
+        var kept: [UInt8] = []
+        kept.reserveCapacity(bytes.count)
+        var keptCount: UInt64 = 0
+        for _ in 0 ..< count {
+            let fieldStart = p
+            let id = try context.varint(at: &p)
+            p = try context.skip(at: p)
+            if let name = state.fields.name(of: UInt32(truncatingIfNeeded: id)), projection.keeps(name) {
+                kept.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[fieldStart ..< p]))
+                keptCount += 1
+            }
+        }
+        var record: [UInt8] = []
+        record.appendTag(.keyed)
+        record.appendVarint(keptCount)
+        record.append(contentsOf: kept)
+        return try record.withUnsafeBytes { try decode($0) }
+    }
+
     func get(_ key: [UInt8]) throws -> M? {
         try engine.withValue(key, in: state.entry.recordsTree) { try decode($0) }
     }
@@ -131,9 +157,10 @@ struct CollectionAccess<M: Model> {
         let prefilter = !scans || !access.plan.residualFilter ? nil
             : RecordPrefilter(query.planRequest(collection: name).conditions, of: M.self, name: FieldPath<M>.propertyName(of:),
                               fields: state.fields, collection: name)
+        let projection = query.storedProjection
         let execution = QueryExecution<M>(
             engine: engine, entry: state.entry, uniqueIndexes: Set(M.schema.indexes.filter(\.isUnique).map(\.name)),
-            decode: decode, admits: prefilter.map { prefilter in { prefilter.admits($0, scratch: &scratch) } }, matches: query.matches,
+            decode: projection.map { projection in { try decode($0, keeping: projection) } } ?? decode, admits: prefilter.map { prefilter in { prefilter.admits($0, scratch: &scratch) } }, matches: query.matches,
             sort: query.sortKeys.isEmpty ? nil : { query.sort(&$0) { $0.1 } }, offset: query.offset, limit: query.limit)
         try execution.run(access, visit)
     }

@@ -78,10 +78,12 @@ extension ActiveRecord {
         let changes = changedFields
         guard isNew || !changes.isEmpty else { return }
         self = try Self.context(context).write { writer in
-            let errors = try validationErrors(writer)
+            // An update is validated as it will be stored: the changed fields on top of the row.
+            let candidate = isNew ? self : try merged(changes, writer)
+            let errors = try candidate.validationErrors(writer)
             guard errors.isEmpty else { throw RecordInvalid(errors: errors) }
             do {
-                return isNew ? try insert(writer) : try update(changes, writer)
+                return isNew ? try insert(writer) : try store(candidate, writer)
             } catch let StorageError.uniqueViolation(_, index, _) {
                 throw RecordInvalid(errors: [ValidationError(model: Self.modelName, field: index, key: .taken)])
             }
@@ -97,7 +99,8 @@ extension ActiveRecord {
         return record
     }
 
-    private func update(_ changes: [String], _ writer: any StorageWriter) throws -> Self {
+    /// The row as stored now, with this record's changed fields on top and a new `updatedAt`.
+    private func merged(_ changes: [String], _ writer: any StorageWriter) throws -> Self {
         guard let stored = try writer.read(Self.self, primaryKey: id) else {
             throw RecordDatabaseError.notFound(model: Self.modelName, id: id)
         }
@@ -105,9 +108,13 @@ extension ActiveRecord {
         fields.take(changes, from: try SnapshotTables.fields(of: self))
         var merged = try SnapshotTables.model(Self.self, from: fields)
         merged.updatedAt = max(Date(), stored.updatedAt.addingTimeInterval(0.000_001))
-        merged = try writer.persist(merged)
-        merged.recordState.loaded = try SnapshotTables.fields(of: merged)
         return merged
+    }
+
+    private func store(_ merged: Self, _ writer: any StorageWriter) throws -> Self {
+        var stored = try writer.persist(merged)
+        stored.recordState.loaded = try SnapshotTables.fields(of: stored)
+        return stored
     }
 
     /// `save()` for a record that must already be saved.

@@ -28,6 +28,18 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
         with { $0.query = $0.query.sorted(by: keyPath, ascending: ascending) }
     }
 
+    /// Decodes only these fields (and `id`, `createdAt`, `updatedAt`, and what the conditions
+    /// and order read); the others read as zero or nil without being decoded. Saving such a
+    /// record is safe: untouched fields are not changed fields, so the stored ones stay.
+    public func only(_ fields: PartialKeyPath<M>...) -> Fetcher {
+        with { $0.query = $0.query.only(fields.map { fieldName($0, of: M.self) } + ["id", "createdAt", "updatedAt"]) }
+    }
+
+    /// Decodes every field except these (see `only`).
+    public func except(_ fields: PartialKeyPath<M>...) -> Fetcher {
+        with { $0.query = $0.query.except(fields.map { fieldName($0, of: M.self) }.filter { !["id", "createdAt", "updatedAt"].contains($0) }) }
+    }
+
     /// Results in random order (applied before `limit` and `offset`).
     public func randomOrder() -> Fetcher { with { $0.shuffled = true } }
     public func limit(_ count: Int) -> Fetcher { with { $0.query = $0.query.limit(count) } }
@@ -117,4 +129,11 @@ struct LikePattern: Sendable {
         case .literal(let c): return text.first == c && match(tokens.dropFirst(), text.dropFirst())
         }
     }
+}
+
+/// `\User.name` → `name`: the stored field a key path reaches, as synthesized `Codable` names it.
+func fieldName<M>(_ keyPath: AnyKeyPath, of type: M.Type) -> String {
+    let description = String(describing: keyPath)
+    let prefix = "\\" + String(describing: M.self) + "."
+    return description.hasPrefix(prefix) ? String(description.dropFirst(prefix.count)) : description
 }

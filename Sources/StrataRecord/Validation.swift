@@ -110,9 +110,5 @@ public struct Validation<M: ActiveRecord>: @unchecked Sendable {
         Validation(field: name(keyPath)) { record, _ in validator.validate(record[keyPath: keyPath]) }
     }
 
-    static func name(_ keyPath: AnyKeyPath) -> String {
-        let description = String(describing: keyPath)
-        let prefix = "\\" + String(describing: M.self) + "."
-        return description.hasPrefix(prefix) ? String(description.dropFirst(prefix.count)) : description
-    }
+    static func name(_ keyPath: AnyKeyPath) -> String { fieldName(keyPath, of: M.self) }
 }

@@ -48,3 +48,21 @@ struct FetcherTests {
         }
     }
 }
+
+@Suite("ActiveRecord: projections")
+struct ProjectionFetchTests {
+    @Test("only/except decode some fields; saving a projected record keeps the others")
+    func projections() throws {
+        try withDatabase { db, _ in
+            var ada = User(name: "Ada", email: "ada@example.com", age: 36)
+            try ada.save(on: db)
+            var slim = try #require(try User.query(on: db).only(\.name).first())
+            #expect(slim.name == "Ada" && slim.email == "" && slim.age == 0)
+            #expect(try User.query(on: db).except(\.email).first()?.age == 36)
+            slim.name = "Ada Lovelace"
+            try slim.save(on: db)
+            let stored = try #require(try User.find(ada.id, on: db))
+            #expect(stored.name == "Ada Lovelace" && stored.email == "ada@example.com" && stored.age == 36)
+        }
+    }
+}

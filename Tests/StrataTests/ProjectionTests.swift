@@ -1,0 +1,63 @@
+import Foundation
+import Strata
+import Testing
+
+@Suite("Query projections: only some fields are decoded")
+struct ProjectionTests {
+    struct Person: Model, Equatable {
+        var id: Int64
+        var name: String
+        var bio: String
+        var age: Int
+        static let collectionName = "people"
+        static let schema = Schema<Person>(primaryKey: \.id)
+    }
+
+    /// The same collection with `bio` stored as a number: decoding it as Person fails.
+    struct OddPerson: Model {
+        var id: Int64
+        var name: String
+        var bio: Int
+        var age: Int
+        static let collectionName = "people"
+        static let schema = Schema<OddPerson>(primaryKey: \.id)
+    }
+
+    func withPeople(_ body: (StrataStorage) throws -> Void) throws {
+        let path = NSTemporaryDirectory() + "strata-projection-" + UUID().uuidString + ".strata"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let storage = try StrataStorage(path: path)
+        try storage.persist((0 ..< 20).map { Person(id: Int64($0), name: "p\($0)", bio: String(repeating: "x", count: 1_000), age: $0) })
+        try body(storage)
+        try storage.close()
+    }
+
+    @Test("only and except leave the other fields at their zero values")
+    func zeroes() throws {
+        try withPeople { storage in
+            let slim = try storage.read(Person.query().only(["id", "name"]))
+            #expect(slim.count == 20 && slim.allSatisfy { $0.bio.isEmpty && $0.age == 0 } && slim[3].name == "p3")
+            let noBio = try storage.read(Person.query().except(["bio"]))
+            #expect(noBio[5] == Person(id: 5, name: "p5", bio: "", age: 5))
+        }
+    }
+
+    @Test("fields left out are never decoded: a field that would not decode does not fail")
+    func notDecoded() throws {
+        try withPeople { storage in
+            try storage.persist(OddPerson(id: 99, name: "odd", bio: 7, age: 1))
+            #expect(throws: RecordError.self) { try storage.read(Person.query()) }
+            #expect(try storage.read(Person.query().only(["id", "name"])).last?.name == "odd")
+        }
+    }
+
+    @Test("conditions and order on a left-out field still see its value")
+    func conditionsSeeLeftOutFields() throws {
+        try withPeople { storage in
+            let old = try storage.read(Person.filter(\.age >= 15).sorted(by: \.age, ascending: false).only(["name"]))
+            #expect(old.map(\.name) == ["p19", "p18", "p17", "p16", "p15"])
+            let opaque = try storage.read(Person.filter(.matching { $0.age == 3 }).only(["name"]))
+            #expect(opaque.map(\.name) == ["p3"])
+        }
+    }
+}
