@@ -57,6 +57,12 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
 
     public func first() throws -> M? { try limit(1).fetch().first }
 
+    /// `fetch()` off the cooperative thread pool.
+    public func fetch() async throws -> [M] {
+        let fetcher = self
+        return try await offload { try fetcher.fetch() }
+    }
+
     public func count() throws -> Int {
         let context = try self.context ?? RecordDatabase.requireDefault()
         return try context.read { try $0.count(query) }
