@@ -51,13 +51,16 @@ enum LeafTag {
 ///
 /// Thread safety: a node is mutated only by the transaction whose id is `owner`, and only
 /// before that transaction commits; after that it is immutable and shared by snapshots.
+/// Nodes are mutated only by the one writer, and only while no snapshot can see them (a node
+/// of an older owner is copied first), so their hot properties opt out of dynamic exclusivity
+/// checks — which cost more than the binary search they guard.
 final class LeafNode: @unchecked Sendable {
-    var owner: UInt64
-    var storage: [UInt8]
-    var starts: [UInt32]
+    @exclusivity(unchecked) var owner: UInt64
+    @exclusivity(unchecked) var storage: [UInt8]
+    @exclusivity(unchecked) var starts: [UInt32]
     /// The encoded size this leaf will have as a page (large inline values counted as
     /// overflow references).
-    var pageBytes: Int
+    @exclusivity(unchecked) var pageBytes: Int
 
     init(owner: UInt64) {
         self.owner = owner
@@ -256,12 +259,12 @@ final class LeafNode: @unchecked Sendable {
 
 /// A branch node: `children.count - 1` separator keys; child `i` holds the keys `k` with
 /// `keys[i-1] <= k < keys[i]`.
-final class BranchNode: @unchecked Sendable {
-    var owner: UInt64
-    var keys: [[UInt8]]
-    var children: [NodeRef]
+final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
+    @exclusivity(unchecked) var owner: UInt64
+    @exclusivity(unchecked) var keys: [[UInt8]]
+    @exclusivity(unchecked) var children: [NodeRef]
     /// The encoded size of this branch as a page.
-    var pageBytes: Int
+    @exclusivity(unchecked) var pageBytes: Int
 
     init(owner: UInt64, keys: [[UInt8]], children: [NodeRef]) {
         self.owner = owner

@@ -25,14 +25,14 @@ final class PageCache: Sendable {
     func node(at offset: UInt64) -> Node? {
         state.withLock { s in
             s.clock &+= 1
-            let now = s.clock
-            guard let node = s.entries[offset]?.node else {
+            // One hash lookup: the entry is found once and touched in place.
+            guard let index = s.entries.index(forKey: offset) else {
                 s.misses += 1
                 return nil
             }
-            s.entries[offset]!.lastUse = now
+            s.entries.values[index].lastUse = s.clock
             s.hits += 1
-            return node
+            return s.entries.values[index].node
         }
     }
 
