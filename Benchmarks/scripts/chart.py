@@ -38,6 +38,11 @@ def ratios(results):
     return panels
 
 
+def label_for(ratio):
+    """2 significant digits below 10, whole numbers above (140, not 1.4e+02)."""
+    return f"{ratio:.2g}" if ratio < 10 else f"{ratio:.0f}"
+
+
 def svg(report):
     panels = ratios(report["results"])
     bar_h, gap, label_w, plot_w, margin = 12, 10, 150, 520, 20
@@ -68,7 +73,7 @@ def svg(report):
                 out.append(f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 1):.1f}" height="{bar_h - 2}" fill="{colour}">'
                            f'<title>{op}: {label} = {advantage:.2f}×</title></rect>')
                 tx = x(advantage) + (4 if advantage >= 1 else -4)
-                out.append(f'<text x="{tx:.1f}" y="{y + bar_h - 3}" font-size="9" text-anchor="{"start" if advantage >= 1 else "end"}">{advantage:.2g}×</text>')
+                out.append(f'<text x="{tx:.1f}" y="{y + bar_h - 3}" font-size="9" text-anchor="{"start" if advantage >= 1 else "end"}">{label_for(advantage)}×</text>')
                 y += bar_h
             y += gap
         for d in range(-decades, decades + 1):
