@@ -170,8 +170,28 @@ struct CollectionAccess<M: Model> {
             let total = max(0, try engine.count(in: state.entry.recordsTree) - query.offset)
             return query.limit.map { min($0, total) } ?? total
         }
+        let unsorted = Query<M>(query: query, droppingSort: true)
+        let access = choose(unsorted)
+        // When the tree ranges answer every condition, count their entries: no record is
+        // fetched or decoded.
+        if !access.plan.residualFilter {
+            let tree: String
+            switch access.source {
+            case .index(let name)?: tree = state.entry.indexTree(name)
+            case nil, .primaryKey?: tree = state.entry.recordsTree
+            }
+            var entries = 0
+            for range in access.ranges {
+                try engine.scan(tree, in: range) { _, _ in
+                    entries += 1
+                    return true
+                }
+            }
+            let total = max(0, entries - query.offset)
+            return query.limit.map { min($0, total) } ?? total
+        }
         var n = 0
-        try execute(Query<M>(query: query, droppingSort: true)) { _, _ in
+        try execute(unsorted) { _, _ in
             n += 1
             return true
         }

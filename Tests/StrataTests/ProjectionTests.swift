@@ -61,3 +61,41 @@ struct ProjectionTests {
         }
     }
 }
+
+@Suite("Counting through a tree")
+struct CountTests {
+    struct Item: Model {
+        var id: Int64
+        var group: Int
+        var note: String
+        static let collectionName = "items"
+        static let schema = Schema<Item>(primaryKey: \.id, indexes: [.index(\.group)])
+    }
+
+    /// The same collection with `note` stored as a number: decoding an Item from it fails.
+    struct OddItem: Model {
+        var id: Int64
+        var group: Int
+        var note: Int
+        static let collectionName = "items"
+        static let schema = Schema<OddItem>(primaryKey: \.id, indexes: [.index(\.group)])
+    }
+
+    @Test("a count the index or key range answers reads no records, and agrees with reading")
+    func countWithoutDecoding() throws {
+        let path = NSTemporaryDirectory() + "strata-count-" + UUID().uuidString + ".strata"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let storage = try StrataStorage(path: path)
+        let items = (0 ..< 100).map { Item(id: Int64($0), group: $0 % 7, note: "n\($0)") }
+        try storage.persist(items)
+        for query in [Item.filter(\.group == 3), Item.filter(.between(\.group, 2 ... 4)), Item.filter(.in(\.group, [1, 5])),
+                      Item.filter(\.id >= 90), Item.filter(\.group == 3).offset(5).limit(4)] {
+            #expect(try storage.count(query) == storage.read(query).count)
+        }
+        try storage.persist(OddItem(id: 500, group: 3, note: 1))
+        #expect(throws: RecordError.self) { try storage.read(Item.filter(\.group == 3)) }
+        #expect(try storage.count(Item.filter(\.group == 3)) == 15)        // 14 items + the odd one, none decoded
+        #expect(throws: RecordError.self) { try storage.count(Item.filter(\.group == 3 && \.note != "x")) }  // a residual needs records
+        try storage.close()
+    }
+}
