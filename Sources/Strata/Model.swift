@@ -54,9 +54,10 @@ public struct FieldPath<M>: @unchecked Sendable, Hashable, CustomStringConvertib
         self.appendKey = { model, key in key.append(model[keyPath: keyPath]) }
     }
 
-    /// `\User.address.city` → `address.city`. When reflection metadata is stripped the
-    /// description is not a path; pass `name:` explicitly then.
-    static func propertyName(of keyPath: AnyKeyPath) -> String {
+    /// `\User.address.city` → `address.city`: the stored field a key path reaches, as
+    /// synthesized `Codable` names it. When reflection metadata is stripped the description
+    /// is not a path; pass `name:` explicitly then.
+    public static func propertyName(of keyPath: AnyKeyPath) -> String {
         let description = String(describing: keyPath)
         let prefix = "\\" + String(describing: M.self) + "."
         return description.hasPrefix(prefix) ? String(description.dropFirst(prefix.count)) : description

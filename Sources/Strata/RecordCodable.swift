@@ -139,40 +139,36 @@ public struct RecordReader {
     // Concrete overloads for the common types: no generic dispatch, no dynamic casts. An
     // absent field reads as the type's zero value, as in `Codable` decoding.
     public mutating func decode(_ type: String.Type, forKey key: String) throws -> String {
-        guard let position = try find(key) else { return "" }
-        return try naming(key) { try context.string(at: position, parent: nil, key: nil) }
+        try field(key, absent: "") { try $0.string(at: $1, parent: nil, key: nil) }
     }
 
     public mutating func decode(_ type: Int.Type, forKey key: String) throws -> Int {
-        guard let position = try find(key) else { return 0 }
-        return try naming(key) { try context.integer(Int.self, at: position, parent: nil, key: nil) }
+        try field(key, absent: 0) { try $0.integer(Int.self, at: $1, parent: nil, key: nil) }
     }
 
     public mutating func decode(_ type: Int64.Type, forKey key: String) throws -> Int64 {
-        guard let position = try find(key) else { return 0 }
-        return try naming(key) { try context.integer(Int64.self, at: position, parent: nil, key: nil) }
+        try field(key, absent: 0) { try $0.integer(Int64.self, at: $1, parent: nil, key: nil) }
     }
 
     public mutating func decode(_ type: UInt64.Type, forKey key: String) throws -> UInt64 {
-        guard let position = try find(key) else { return 0 }
-        return try naming(key) { try context.integer(UInt64.self, at: position, parent: nil, key: nil) }
+        try field(key, absent: 0) { try $0.integer(UInt64.self, at: $1, parent: nil, key: nil) }
     }
 
     public mutating func decode(_ type: Double.Type, forKey key: String) throws -> Double {
-        guard let position = try find(key) else { return 0 }
-        return try naming(key) { try context.double(at: position, parent: nil, key: nil) }
+        try field(key, absent: 0) { try $0.double(at: $1, parent: nil, key: nil) }
     }
 
     public mutating func decode(_ type: Bool.Type, forKey key: String) throws -> Bool {
-        guard let position = try find(key) else { return false }
-        return try naming(key) { try context.bool(at: position, parent: nil, key: nil) }
+        try field(key, absent: false) { try $0.bool(at: $1, parent: nil, key: nil) }
     }
 
-    /// Runs a read that reports errors at "(record)", naming `key` instead: the key is only
-    /// built when something fails.
+    /// Reads `key`'s value with `read`, or `absent` when the record lacks it. `read` reports
+    /// errors at "(record)"; they are renamed to `key` here, so the key is only built when
+    /// something fails.
     @inline(__always)
-    private func naming<R>(_ key: String, _ read: () throws -> R) throws -> R {
-        do { return try read() } catch let error as RecordError {
+    private mutating func field<R>(_ key: String, absent: R, _ read: (DecodingContext, Int) throws -> R) throws -> R {
+        guard let position = try find(key) else { return absent }
+        do { return try read(context, position) } catch let error as RecordError {
             guard case .typeMismatch(let collection, _, let stored, let expected) = error else { throw error }
             throw RecordError.typeMismatch(collection: collection, field: key, stored: stored, expected: expected)
         }

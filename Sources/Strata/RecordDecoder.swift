@@ -32,7 +32,9 @@ public enum RecordDecoder {
 }
 
 final class DecodingContext {
-    let buffer: UnsafeRawBufferPointer
+    /// The record being read. A scan that only inspects records (`RecordPrefilter`) points
+    /// one context at each record in turn instead of allocating a context per record.
+    @exclusivity(unchecked) var buffer: UnsafeRawBufferPointer
     let fields: FieldTable
     let collection: String
 

@@ -20,8 +20,8 @@ struct RecordPrefilter {
     }
 
     private let conditions: [Condition]
-    private let fields: FieldTable
-    private let collection: String
+    /// Reused for every record of one query's scan (a scan runs on one thread).
+    private let context: DecodingContext
 
     /// Nil when no condition can be checked on the bytes.
     init?<M: Decodable>(_ conditions: [(AnyKeyPath, FieldBounds)], of model: M.Type, name: (AnyKeyPath) -> String,
@@ -33,8 +33,7 @@ struct RecordPrefilter {
             return Condition(field: field, bounds: bounds, kind: kind)
         }
         guard !self.conditions.isEmpty else { return nil }
-        self.fields = fields
-        self.collection = collection
+        context = DecodingContext(buffer: UnsafeRawBufferPointer(start: nil, count: 0), fields: fields, collection: collection)
     }
 
     /// Whether records holding only `field` decode to models whose `keyPath` has the same
@@ -81,7 +80,7 @@ struct RecordPrefilter {
 
     /// False only when a condition is certainly not met. `scratch` is reused across records.
     func admits(_ record: UnsafeRawBufferPointer, scratch: inout Key) -> Bool {
-        let context = DecodingContext(buffer: record, fields: fields, collection: collection)
+        context.buffer = record
         do {
             guard try context.tag(at: 0) == .keyed else { return true }
             var p = 1

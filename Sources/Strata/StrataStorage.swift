@@ -109,22 +109,27 @@ struct CollectionAccess<M: Model> {
         guard try context.tag(at: 0) == .keyed else { return try decode(bytes) }
         var p = 1
         let count = try context.varint(at: &p)
-        var kept: [UInt8] = []
-        kept.reserveCapacity(bytes.count)
+        let header = p
+        // Kept fields follow the tag and the stored count's varint, which is overwritten with
+        // the kept count at the same width (a padded varint: this record is only decoded,
+        // never stored), so the record is built in one buffer.
+        var record: [UInt8] = []
+        record.reserveCapacity(bytes.count)
+        record.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[0 ..< p]))
         var keptCount: UInt64 = 0
         for _ in 0 ..< count {
             let fieldStart = p
             let id = try context.varint(at: &p)
             p = try context.skip(at: p)
             if let name = state.fields.name(of: UInt32(truncatingIfNeeded: id)), projection.keeps(name) {
-                kept.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[fieldStart ..< p]))
+                record.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[fieldStart ..< p]))
                 keptCount += 1
             }
         }
-        var record: [UInt8] = []
-        record.appendTag(.keyed)
-        record.appendVarint(keptCount)
-        record.append(contentsOf: kept)
+        for i in 1 ..< header {
+            record[i] = UInt8(truncatingIfNeeded: keptCount & 0x7F) | (i < header - 1 ? 0x80 : 0)
+            keptCount >>= 7
+        }
         return try record.withUnsafeBytes { try decode($0) }
     }
 

@@ -39,9 +39,7 @@ extension ActiveRecord {
 
     static var modelName: String { collectionName }
 
-    private static func context(_ given: (any RecordContext)?) throws -> any RecordContext {
-        try given ?? RecordDatabase.requireDefault()
-    }
+    private static func context(_ given: (any RecordContext)?) throws -> any RecordContext { try RecordDatabase.context(given) }
 
     /// True until the record is saved the first time.
     public var isNew: Bool { id == 0 }

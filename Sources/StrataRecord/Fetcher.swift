@@ -32,13 +32,18 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
     /// and order read); the others read as zero or nil without being decoded. Saving such a
     /// record is safe: untouched fields are not changed fields, so the stored ones stay.
     public func only(_ fields: PartialKeyPath<M>...) -> Fetcher {
-        with { $0.query = $0.query.only(fields.map { fieldName($0, of: M.self) } + ["id", "createdAt", "updatedAt"]) }
+        with { $0.query = $0.query.only(Self.names(fields).union(Self.recordFields)) }
     }
 
     /// Decodes every field except these (see `only`).
     public func except(_ fields: PartialKeyPath<M>...) -> Fetcher {
-        with { $0.query = $0.query.except(fields.map { fieldName($0, of: M.self) }.filter { !["id", "createdAt", "updatedAt"].contains($0) }) }
+        with { $0.query = $0.query.except(Self.names(fields).subtracting(Self.recordFields)) }
     }
+
+    /// The fields every record keeps, whatever the projection.
+    private static var recordFields: Set<String> { ["id", "createdAt", "updatedAt"] }
+
+    private static func names(_ keyPaths: [PartialKeyPath<M>]) -> Set<String> { Set(keyPaths.map { FieldPath<M>.propertyName(of: $0) }) }
 
     /// Results in random order (applied before `limit` and `offset`).
     public func randomOrder() -> Fetcher { with { $0.shuffled = true } }
@@ -46,7 +51,7 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
     public func offset(_ count: Int) -> Fetcher { with { $0.query = $0.query.offset(count) } }
 
     public func fetch() throws -> [M] {
-        let context = try self.context ?? RecordDatabase.requireDefault()
+        let context = try RecordDatabase.context(self.context)
         guard shuffled else { return try context.read { try $0.read(query) }.map { try $0.loaded() } }
         var all = try context.read { try $0.read(query.unwindowed) }
         all.shuffle()
@@ -63,16 +68,10 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
         return try await offload { try fetcher.fetch() }
     }
 
-    public func count() throws -> Int {
-        let context = try self.context ?? RecordDatabase.requireDefault()
-        return try context.read { try $0.count(query) }
-    }
+    public func count() throws -> Int { try RecordDatabase.context(context).read { try $0.count(query) } }
 
     /// How the query will run: which tree and range, and what is checked per record.
-    public func explain() throws -> QueryPlan {
-        let context = try self.context ?? RecordDatabase.requireDefault()
-        return try context.read { try $0.explain(query) }
-    }
+    public func explain() throws -> QueryPlan { try RecordDatabase.context(context).read { try $0.explain(query) } }
 
     private func with(_ change: (inout Fetcher) -> Void) -> Fetcher {
         var copy = self
@@ -83,11 +82,7 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
 
 extension Query {
     /// The same conditions and order without offset and limit.
-    var unwindowed: Query {
-        var query = Query()
-        query = self
-        return query.limit(Int.max).offset(0)
-    }
+    var unwindowed: Query { limit(Int.max).offset(0) }
 }
 
 extension ActiveRecord {
@@ -135,11 +130,4 @@ struct LikePattern: Sendable {
         case .literal(let c): return text.first == c && match(tokens.dropFirst(), text.dropFirst())
         }
     }
-}
-
-/// `\User.name` → `name`: the stored field a key path reaches, as synthesized `Codable` names it.
-func fieldName<M>(_ keyPath: AnyKeyPath, of type: M.Type) -> String {
-    let description = String(describing: keyPath)
-    let prefix = "\\" + String(describing: M.self) + "."
-    return description.hasPrefix(prefix) ? String(description.dropFirst(prefix.count)) : description
 }

@@ -26,7 +26,18 @@ extension Fetcher {
 
     /// Right outer join: every `O` (in id order), with each record naming it, or nil when none does.
     public func rightJoin<O: ActiveRecord>(_ other: O.Type, on key: KeyPath<M, Int64?>) throws -> [(M?, O)] {
+        try rightJoin(try fetch(), O.self, key)
+    }
+
+    /// Full outer join: the right join, then the records naming no existing `O`.
+    public func fullJoin<O: ActiveRecord>(_ other: O.Type, on key: KeyPath<M, Int64?>) throws -> [(M?, O?)] {
         let left = try fetch()
+        let right = try rightJoin(left, O.self, key)
+        let matched = Set(right.compactMap { $0.0?.id })
+        return right.map { ($0.0, Optional($0.1)) } + left.filter { !matched.contains($0.id) }.map { (Optional($0), nil) }
+    }
+
+    private func rightJoin<O: ActiveRecord>(_ left: [M], _ other: O.Type, _ key: KeyPath<M, Int64?>) throws -> [(M?, O)] {
         let byKey = Dictionary(grouping: left) { $0[keyPath: key] }
         return try O.all(on: context).flatMap { other -> [(M?, O)] in
             let matches = byKey[other.id] ?? []
@@ -34,19 +45,11 @@ extension Fetcher {
         }
     }
 
-    /// Full outer join: the right join, then the records naming no existing `O`.
-    public func fullJoin<O: ActiveRecord>(_ other: O.Type, on key: KeyPath<M, Int64?>) throws -> [(M?, O?)] {
-        let right = try rightJoin(O.self, on: key)
-        let matched = Set(right.compactMap { $0.0?.id })
-        let unmatched = try fetch().filter { !matched.contains($0.id) }
-        return right.map { ($0.0, Optional($0.1)) } + unmatched.map { (Optional($0), nil) }
-    }
-
     /// The fetched records and, by id, the `O`s their keys name.
     private func leftAndNamed<O: ActiveRecord>(_ other: O.Type, _ key: KeyPath<M, Int64?>) throws -> ([M], [Int64: O]) {
         let left = try fetch()
         let ids = Array(Set(left.compactMap { $0[keyPath: key] }))
-        let context = try self.context ?? RecordDatabase.requireDefault()
+        let context = try RecordDatabase.context(self.context)
         let named = try context.read { try $0.read(O.self, primaryKeys: ids) }
         return (left, Dictionary(try named.map { ($0.id, try $0.loaded()) }, uniquingKeysWith: { first, _ in first }))
     }

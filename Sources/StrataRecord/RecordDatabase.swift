@@ -41,7 +41,9 @@ public final class RecordDatabase: RecordContext {
         set { defaultDatabase.withLock { $0 = newValue } }
     }
 
-    static func requireDefault() throws -> RecordDatabase {
+    /// The context an operation runs in: the one given, else the default database.
+    static func context(_ given: (any RecordContext)?) throws -> any RecordContext {
+        if let given { return given }
         guard let database = `default` else { throw RecordDatabaseError.noDefaultDatabase }
         return database
     }

@@ -79,9 +79,13 @@ public final class FileSystemBackend: RepositoryBackend {
     // MARK: File contents: varint id length, id, item bytes
 
     private func read(_ path: String, id expected: String?) throws -> (id: String, data: Data)? {
-        guard let contents = FileManager.default.contents(atPath: path) else {
-            if errno == ENOENT || !FileManager.default.fileExists(atPath: path) { return nil }
-            throw RepositoryError.storage(operation: "read", id: expected, underlying: POSIXError(errno))
+        let contents: Data
+        do {
+            contents = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
+            return nil
+        } catch {
+            throw RepositoryError.storage(operation: "read \(path)", id: expected, underlying: error)
         }
         var reader = DataReader([UInt8](contents))
         guard let length = try? reader.varint(), let idBytes = try? reader.bytes(Int(length)),

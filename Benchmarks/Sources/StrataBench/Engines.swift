@@ -72,3 +72,27 @@ struct BenchError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }
+
+/// Runs `count` item writes in transactions of `transactionSize`: `commit` writes the items
+/// of one range of indexes in one transaction. Shared by every engine.
+func inBatches(count: Int, of transactionSize: Int, progress: Progress, _ commit: (Range<Int>) throws -> Void) throws {
+    var next = 0
+    while next < count {
+        let end = min(next + transactionSize, count)
+        try commit(next ..< end)
+        next = end
+        progress.update(next, of: count)
+    }
+}
+
+/// Looks up each id and adds the digest of what `find` decoded; an id it does not find
+/// stops the run. Shared by every engine's `get`.
+func lookUp(_ ids: [Int64], progress: Progress, _ find: (Int64) throws -> UInt64?) throws -> Checksum {
+    var sum = Checksum()
+    for (i, id) in ids.enumerated() {
+        guard let digest = try find(id) else { throw BenchError("id \(id) not found") }
+        sum.add(digest)
+        progress.update(i + 1, of: ids.count)
+    }
+    return sum
+}

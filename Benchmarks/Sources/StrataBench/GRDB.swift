@@ -50,12 +50,8 @@ final class GRDBDatabase {
     }
 
     func inTransactions(count: Int, transactionSize: Int, progress: Progress, _ write: (GRDB.Database, Int) throws -> Void) throws {
-        var next = 0
-        while next < count {
-            let end = min(next + transactionSize, count)
-            try pool.write { db in for i in next ..< end { try write(db, i) } }
-            next = end
-            progress.update(next, of: count)
+        try inBatches(count: count, of: transactionSize, progress: progress) { range in
+            try pool.write { db in for i in range { try write(db, i) } }
         }
     }
 
@@ -100,13 +96,7 @@ final class GRDBW1: W1Engine {
     func get(_ ids: [Int64], progress: Progress) throws -> Checksum {
         try database.pool.read { db in
             let statement = try db.cachedStatement(sql: "SELECT * FROM user WHERE id = ?")
-            var sum = Checksum()
-            for (i, id) in ids.enumerated() {
-                guard let record = try UserRecord.fetchOne(statement, arguments: [id]) else { throw BenchError("id \(id) not found") }
-                sum.add(record.user)
-                progress.update(i + 1, of: ids.count)
-            }
-            return sum
+            return try lookUp(ids, progress: progress) { try UserRecord.fetchOne(statement, arguments: [$0])?.user.digest }
         }
     }
 
@@ -114,13 +104,7 @@ final class GRDBW1: W1Engine {
     var getVariants: [(op: String, run: ([Int64], Progress) throws -> Checksum)] {
         [("get.fetchOne", { [database] ids, progress in
             try database.pool.read { db in
-                var sum = Checksum()
-                for (i, id) in ids.enumerated() {
-                    guard let record = try UserRecord.fetchOne(db, key: id) else { throw BenchError("id \(id) not found") }
-                    sum.add(record.user)
-                    progress.update(i + 1, of: ids.count)
-                }
-                return sum
+                try lookUp(ids, progress: progress) { try UserRecord.fetchOne(db, key: $0)?.user.digest }
             }
         })]
     }
@@ -187,13 +171,7 @@ final class GRDBW2: W2Engine {
     func get(_ ids: [Int64], progress: Progress) throws -> Checksum {
         try database.pool.read { db in
             let statement = try db.cachedStatement(sql: "SELECT * FROM document WHERE id = ?")
-            var sum = Checksum()
-            for (i, id) in ids.enumerated() {
-                guard let record = try DocumentRecord.fetchOne(statement, arguments: [id]) else { throw BenchError("document \(id) not found") }
-                sum.add(record.document.digest)
-                progress.update(i + 1, of: ids.count)
-            }
-            return sum
+            return try lookUp(ids, progress: progress) { try DocumentRecord.fetchOne(statement, arguments: [$0])?.document.digest }
         }
     }
 

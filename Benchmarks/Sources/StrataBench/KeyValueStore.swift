@@ -42,14 +42,8 @@ extension KeyValueWriter {
 /// Writes `count` items in transactions of `transactionSize`, one `put` per item.
 private func insertInBatches<Store: KeyValueStore>(_ store: Store, count: Int, transactionSize: Int, progress: Progress,
                                                    _ putItem: (Store.Writer, Int) throws -> Void) throws {
-    var next = 0
-    while next < count {
-        let end = min(next + transactionSize, count)
-        try store.write { writer in
-            for i in next ..< end { try putItem(writer, i) }
-        }
-        next = end
-        progress.update(next, of: count)
+    try inBatches(count: count, of: transactionSize, progress: progress) { range in
+        try store.write { writer in for i in range { try putItem(writer, i) } }
     }
 }
 
@@ -71,14 +65,9 @@ final class BinaryW1<Store: KeyValueStore>: W1Engine {
 
     func get(_ ids: [Int64], progress: Progress) throws -> Checksum {
         try store.read { reader in
-            var sum = Checksum()
-            for (i, id) in ids.enumerated() {
-                let user = try BinaryKey.withKey(id) { key in try reader.withValue(key, in: .records) { BinaryUser.decode(id: id, $0) } }
-                guard let user else { throw BenchError("id \(id) not found") }
-                sum.add(user)
-                progress.update(i + 1, of: ids.count)
+            try lookUp(ids, progress: progress) { id in
+                try BinaryKey.withKey(id) { key in try reader.withValue(key, in: .records) { BinaryUser.decode(id: id, $0).digest } }
             }
-            return sum
         }
     }
 
@@ -167,14 +156,9 @@ final class BinaryW2<Store: KeyValueStore>: W2Engine {
 
     func get(_ ids: [Int64], progress: Progress) throws -> Checksum {
         try store.read { reader in
-            var sum = Checksum()
-            for (i, id) in ids.enumerated() {
-                let doc = try BinaryKey.withKey(id) { key in try reader.withValue(key, in: .records) { BinaryDocument.decode(id: id, $0) } }
-                guard let doc else { throw BenchError("document \(id) not found") }
-                sum.add(doc.digest)
-                progress.update(i + 1, of: ids.count)
+            try lookUp(ids, progress: progress) { id in
+                try BinaryKey.withKey(id) { key in try reader.withValue(key, in: .records) { BinaryDocument.decode(id: id, $0).digest } }
             }
-            return sum
         }
     }
 

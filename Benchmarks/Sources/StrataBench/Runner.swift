@@ -32,10 +32,12 @@ final class Runner {
         report.results.append(Measurement(workload: workload, op: op, engine: engine, value: value, unit: unit))
     }
 
-    /// Times `body`, records `count / seconds` in `unit`, and checks its checksum.
+    /// Times `body`, records `count / seconds` in `unit`, and checks its checksum. An op
+    /// later ops depend on (it loads or changes the data) runs even when not reported.
     func measure(_ workload: String, _ op: String, _ engine: String, count: Int, unit: String,
-                 expect: Checksum? = nil, _ body: () throws -> Checksum?) throws {
-        guard wants(op) else { return }
+                 expect: Checksum? = nil, alwaysRuns: Bool = false, _ body: () throws -> Checksum?) throws {
+        let reported = wants(op)
+        guard reported || alwaysRuns else { return }
         progress.begin("\(workload) \(engine) \(op)")
         var result: Checksum?
         let seconds = try time { result = try body() }
@@ -43,7 +45,7 @@ final class Runner {
             throw BenchError("\(workload) \(engine) \(op) read \(result.map(String.init(describing:)) ?? "nothing"), expected \(expect)")
         }
         let value = unit == "ms" ? seconds * 1000 : Double(count) / seconds
-        record(workload, op, engine, value, unit)
+        if reported { record(workload, op, engine, value, unit) }
         progress.end("\(format(value)) \(unit)\(expect == nil ? "" : ", verified")")
     }
 
@@ -80,11 +82,9 @@ final class Runner {
             }
             let path = try engineDirectory("W1", name)
             let engine = try kind.makeW1(directory: path)
-            // Later ops need the data, so the load happens even when insert.single-tx is not reported.
-            progress.begin("W1 \(name) insert.single-tx")
-            let seconds = try time { try engine.insert(inserted, transactionSize: inserted.count, progress: progress) }
-            if wants("insert.single-tx") { record("W1", "insert.single-tx", name, Double(inserted.count) / seconds, "records/s") }
-            progress.end("\(format(Double(inserted.count) / seconds)) records/s")
+            try measure("W1", "insert.single-tx", name, count: inserted.count, unit: "records/s", alwaysRuns: true) {
+                try engine.insert(inserted, transactionSize: inserted.count, progress: progress); return nil
+            }
 
             try measure("W1", "get", name, count: data.lookups.count, unit: "lookups/s", expect: expectedGet) {
                 try engine.get(data.lookups, progress: progress)
@@ -107,14 +107,12 @@ final class Runner {
                 return last
             }
             // update and commit.durable change the data: they always run, so the check after them holds.
-            progress.begin("W1 \(name) update")
-            let updateSeconds = try time { try engine.update(data.updates, transactionSize: 1_000, progress: progress) }
-            if wants("update") { record("W1", "update", name, Double(data.updates.count) / updateSeconds, "updates/s") }
-            progress.end("\(format(Double(data.updates.count) / updateSeconds)) updates/s")
-            progress.begin("W1 \(name) commit.durable")
-            let commitSeconds = try time { try engine.insert(data.durableUsers, transactionSize: 1, progress: progress) }
-            if wants("commit.durable") { record("W1", "commit.durable", name, Double(data.durableUsers.count) / commitSeconds, "tx/s") }
-            progress.end("\(format(Double(data.durableUsers.count) / commitSeconds)) tx/s")
+            try measure("W1", "update", name, count: data.updates.count, unit: "updates/s", alwaysRuns: true) {
+                try engine.update(data.updates, transactionSize: 1_000, progress: progress); return nil
+            }
+            try measure("W1", "commit.durable", name, count: data.durableUsers.count, unit: "tx/s", alwaysRuns: true) {
+                try engine.insert(data.durableUsers, transactionSize: 1, progress: progress); return nil
+            }
 
             try verify("W1", name, expectedAll) { try engine.scanAll() }
             if wants("reopen") {
@@ -163,10 +161,9 @@ final class Runner {
             let name = kind.rawValue
             let path = try engineDirectory("W2", name)
             let engine = try kind.makeW2(directory: path)
-            progress.begin("W2 \(name) insert.batch")
-            let seconds = try time { try engine.insert(inserted, transactionSize: 1_000, progress: progress) }
-            if wants("insert.batch") { record("W2", "insert.batch", name, Double(count) / seconds, "records/s") }
-            progress.end("\(format(Double(count) / seconds)) records/s")
+            try measure("W2", "insert.batch", name, count: count, unit: "records/s", alwaysRuns: true) {
+                try engine.insert(inserted, transactionSize: 1_000, progress: progress); return nil
+            }
             try measure("W2", "get", name, count: data.lookups.count, unit: "lookups/s", expect: data.expectedGet()) {
                 try engine.get(data.lookups, progress: progress)
             }

@@ -104,12 +104,8 @@ private let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self
 
 /// Runs `count` writes in transactions of `transactionSize`.
 func inTransactions(_ connection: SQLiteConnection, count: Int, transactionSize: Int, progress: Progress, _ write: (Int) throws -> Void) throws {
-    var next = 0
-    while next < count {
-        let end = min(next + transactionSize, count)
-        try connection.transaction { for i in next ..< end { try write(i) } }
-        next = end
-        progress.update(next, of: count)
+    try inBatches(count: count, of: transactionSize, progress: progress) { range in
+        try connection.transaction { for i in range { try write(i) } }
     }
 }
 
@@ -146,15 +142,11 @@ final class SQLiteW1: W1Engine {
 
     func get(_ ids: [Int64], progress: Progress) throws -> Checksum {
         let select = try connection.statement("SELECT \(Self.columns) FROM user WHERE id = ?")
-        var sum = Checksum()
-        for (i, id) in ids.enumerated() {
+        return try lookUp(ids, progress: progress) { id in
             select.reset()
             select.bind(1, id)
-            guard try select.step() else { throw BenchError("id \(id) not found") }
-            sum.add(user(select))
-            progress.update(i + 1, of: ids.count)
+            return try select.step() ? user(select).digest : nil
         }
-        return sum
     }
 
     private func selectAll(_ sql: String, bind: (SQLiteConnection.Statement) -> Void = { _ in }) throws -> Checksum {
@@ -224,16 +216,13 @@ final class SQLiteW2: W2Engine {
 
     func get(_ ids: [Int64], progress: Progress) throws -> Checksum {
         let select = try connection.statement("SELECT id, title, body, tags FROM document WHERE id = ?")
-        var sum = Checksum()
-        for (i, id) in ids.enumerated() {
+        return try lookUp(ids, progress: progress) { id in
             select.reset()
             select.bind(1, id)
-            guard try select.step() else { throw BenchError("document \(id) not found") }
+            guard try select.step() else { return nil }
             let tags = select.string(3).split(separator: ",").map(String.init)
-            sum.add(Document(id: select.int64(0), title: select.string(1), body: select.string(2), tags: tags).digest)
-            progress.update(i + 1, of: ids.count)
+            return Document(id: select.int64(0), title: select.string(1), body: select.string(2), tags: tags).digest
         }
-        return sum
     }
 
     func scanFilter(tag: String) throws -> Checksum {

@@ -19,12 +19,8 @@ final class TypedDatabase {
     }
 
     func inTransactions(count: Int, transactionSize: Int, progress: Progress, _ write: (any StorageWriter, Int) throws -> Void) throws {
-        var next = 0
-        while next < count {
-            let end = min(next + transactionSize, count)
-            try storage.write { writer in for i in next ..< end { try write(writer, i) } }
-            next = end
-            progress.update(next, of: count)
+        try inBatches(count: count, of: transactionSize, progress: progress) { range in
+            try storage.write { writer in for i in range { try write(writer, i) } }
         }
     }
 
@@ -54,13 +50,7 @@ final class TypedW1: W1Engine {
 
     func get(_ ids: [Int64], progress: Progress) throws -> Checksum {
         try database.storage.read { reader in
-            var sum = Checksum()
-            for (i, id) in ids.enumerated() {
-                guard let user = try reader.read(User.self, primaryKey: id) else { throw BenchError("id \(id) not found") }
-                sum.add(user)
-                progress.update(i + 1, of: ids.count)
-            }
-            return sum
+            try lookUp(ids, progress: progress) { try reader.read(User.self, primaryKey: $0)?.digest }
         }
     }
 
@@ -124,13 +114,7 @@ final class TypedW2: W2Engine {
 
     func get(_ ids: [Int64], progress: Progress) throws -> Checksum {
         try database.storage.read { reader in
-            var sum = Checksum()
-            for (i, id) in ids.enumerated() {
-                guard let doc = try reader.read(Document.self, primaryKey: id) else { throw BenchError("document \(id) not found") }
-                sum.add(doc.digest)
-                progress.update(i + 1, of: ids.count)
-            }
-            return sum
+            try lookUp(ids, progress: progress) { try reader.read(Document.self, primaryKey: $0)?.digest }
         }
     }
 
