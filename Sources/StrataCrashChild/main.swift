@@ -5,6 +5,13 @@
 //   StrataCrashChild verify PATH   open PATH, check it holds exactly commits 1...N for
 //                                  the highest N present; print "verified N"
 //   StrataCrashChild lock PATH     try to open PATH for writing; print "locked" or "opened"
+//   StrataCrashChild compactor PATH SECONDS
+//                                  until SECONDS pass: open PATH for writing (retrying while
+//                                  locked), compact it twice, close; print "compactions N"
+//   StrataCrashChild writer PATH SECONDS ID
+//                                  until SECONDS pass: open PATH for writing (retrying while
+//                                  locked), commit key (ID, n), close; print "ok ID n" after
+//                                  each acknowledged commit
 import Foundation
 import StrataEngine
 
@@ -12,8 +19,8 @@ import StrataEngine
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 
 let arguments = CommandLine.arguments
-guard arguments.count == 3 else {
-    FileHandle.standardError.write(Data("usage: StrataCrashChild commit|verify|lock PATH\n".utf8))
+guard arguments.count >= 3 else {
+    FileHandle.standardError.write(Data("usage: StrataCrashChild commit|verify|lock|compactor|writer PATH [SECONDS [ID]]\n".utf8))
     exit(2)
 }
 let path = arguments[2]
@@ -42,8 +49,44 @@ func value(of n: Int, part: Int) -> [UInt8] {
     return (0 ..< size).map { UInt8(truncatingIfNeeded: n &* 7 &+ part &+ $0) }
 }
 
+/// Opens `path` for writing, retrying while another handle holds the lock, until `deadline`.
+func openForWriting(_ path: String, until deadline: Date) throws -> Database? {
+    while Date() < deadline {
+        do {
+            return try Database(path: path)
+        } catch StrataError.locked {
+            continue
+        }
+    }
+    return nil
+}
+
 do {
     switch arguments[1] {
+    case "compactor":
+        let deadline = Date(timeIntervalSinceNow: Double(arguments[3])!)
+        var compactions = 0
+        while let db = try openForWriting(path, until: deadline) {
+            try db.compact()
+            try db.compact()
+            try db.close()
+            compactions += 2
+        }
+        say("compactions \(compactions)")
+    case "writer":
+        let deadline = Date(timeIntervalSinceNow: Double(arguments[3])!)
+        let id = Int(arguments[4])!
+        var n = 0
+        while let db = try openForWriting(path, until: deadline) {
+            n += 1
+            let number = n
+            try db.write { tx in
+                try tx.createTree("writers", ifNotExists: true)
+                try tx.put(Array("\(id):\(number)".utf8), forKey: Key(id, number).bytes, in: "writers")
+            }
+            say("ok \(id) \(n)")
+            try db.close()
+        }
     case "commit":
         var options = Database.Options()
         options.checkpointLogBytes = 48 * 1024

@@ -123,11 +123,12 @@ extension Database {
         let address = try appender.append(.checkpoint, payload: record.encoded())
         try appender.flush()
         try file.sync()
-        let slot = CheckpointSlot(generation: 2, checkpoint: address, sequence: snapshot.sequence)
-        try file.write(slot.encoded(salt: header.salt), at: slot.fileOffset)
+        // Both slots name the one checkpoint: the new file has no older one to fall back on.
+        let slots = CheckpointSlot.pair(first: 3, checkpoint: address, sequence: snapshot.sequence)
+        for slot in slots { try file.write(slot.encoded(salt: header.salt), at: slot.fileOffset) }
         try file.sync()
         return RecoveredState(
             store: store, trees: trees, sequence: snapshot.sequence, checkpoint: address, checkpointSequence: snapshot.sequence,
-            slotGeneration: slot.generation, end: appender.position, tornBytes: 0, replayedCommits: 0)
+            slotGeneration: slots[1].generation, end: appender.position, tornBytes: 0, replayedCommits: 0)
     }
 }

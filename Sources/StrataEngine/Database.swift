@@ -64,7 +64,7 @@ public final class Database: Sendable {
     public let path: String
     public let options: Options
     let fileSystem: any FileSystem
-    private let gate = DispatchSemaphore(value: 1)
+    private let gate = WriteGate()
     private let writer: WriterState
     private let published: Mutex<Snapshot?>
     private let owners = Atomic<UInt64>(1)
@@ -82,19 +82,7 @@ public final class Database: Sendable {
         self.path = path
         self.options = options
         self.fileSystem = fileSystem
-        if !fileSystem.exists(path) {
-            if options.readOnly { throw StrataError.io(operation: "open", path: path, errno: ENOENT) }
-            try Recovery.create(path, fileSystem: fileSystem, pageSize: options.pageSize)
-        }
-        let file = try fileSystem.open(path, mode: options.readOnly ? .readOnly : .readWrite)
-        if !options.readOnly {
-            guard try file.tryLockExclusive() else {
-                file.close()
-                throw StrataError.locked(path: path)
-            }
-            // A compaction that did not reach its rename left this; the original is intact.
-            try fileSystem.remove(path + ".compact")
-        }
+        let file = try Self.openFile(path, options: options, fileSystem: fileSystem)
         let recovered: RecoveredState
         do {
             recovered = try Recovery.open(file, options: options, owner: 0)
@@ -106,6 +94,42 @@ public final class Database: Sendable {
         published = Mutex(Snapshot(store: recovered.store, trees: recovered.trees, sequence: recovered.sequence))
         openReport = OpenReport(
             bytesRead: recovered.store.bytesRead, replayedCommits: recovered.replayedCommits, tornBytes: recovered.tornBytes)
+    }
+
+    /// How many times opening for writing retries when the file it locked was replaced.
+    static let maxOpenAttempts = 1000
+
+    /// Opens the file at `path`, creating it when missing (unless read-only). For writing,
+    /// takes the lock and then checks that the locked descriptor is still the file at
+    /// `path`: a compaction in another process renames its new file over the path and only
+    /// then releases the lock of the old one, so a handle that opened the old file just
+    /// before the rename would otherwise hold the lock of an unlinked file, and every
+    /// commit it acknowledged would be lost. It retries then. Only a handle that passed
+    /// this check removes a leftover `PATH.compact`: otherwise it could delete the file a
+    /// live compaction is writing.
+    private static func openFile(_ path: String, options: Options, fileSystem: any FileSystem) throws -> any StorageFile {
+        for _ in 0 ..< maxOpenAttempts {
+            if try !fileSystem.exists(path) {
+                if options.readOnly { throw StrataError.io(operation: "open", path: path, errno: ENOENT) }
+                try Recovery.create(path, fileSystem: fileSystem, pageSize: options.pageSize)
+            }
+            let file = try fileSystem.open(path, mode: options.readOnly ? .readOnly : .readWrite)
+            if options.readOnly { return file }
+            do {
+                guard try file.tryLockExclusive() else { throw StrataError.locked(path: path) }
+                if try fileSystem.identity(of: path) == file.identity() {
+                    // A compaction that did not reach its rename left this; the original is intact.
+                    try fileSystem.remove(path + ".compact")
+                    return file
+                }
+            } catch {
+                file.close()
+                throw error
+            }
+            file.unlock()
+            file.close()
+        }
+        throw StrataError.io(operation: "open (the file kept being replaced while it was locked)", path: path, errno: EAGAIN)
     }
 
     var isReadOnly: Bool { options.readOnly }
@@ -131,12 +155,12 @@ public final class Database: Sendable {
     /// Starts the write transaction, waiting while another one is open.
     public func beginWrite() throws -> WriteTransaction {
         if isReadOnly { throw StrataError.readOnly(path: path) }
-        gate.wait()
+        try enterGate()
         do {
             try checkWritable()
             return WriteTransaction(database: self, snapshot: try snapshot(), owner: nextOwner())
         } catch {
-            gate.signal()
+            gate.leave()
             throw error
         }
     }
@@ -162,7 +186,13 @@ public final class Database: Sendable {
         }
     }
 
-    func finishWrite() { gate.signal() }
+    func finishWrite() { gate.leave() }
+
+    /// Takes the writer's gate, or throws `nestedTransaction` when this thread holds it:
+    /// waiting would deadlock.
+    private func enterGate() throws {
+        guard gate.enter() else { throw StrataError.nestedTransaction(path: path) }
+    }
 
     /// Called with the gate held.
     private func checkWritable() throws {
@@ -208,8 +238,8 @@ public final class Database: Sendable {
     /// `Options.checkpointLogBytes`) and on `close()`.
     public func checkpoint() throws {
         if isReadOnly { throw StrataError.readOnly(path: path) }
-        gate.wait()
-        defer { gate.signal() }
+        try enterGate()
+        defer { gate.leave() }
         try checkWritable()
         try checkpointHoldingGate()
     }
@@ -258,8 +288,8 @@ public final class Database: Sendable {
             published.withLock { $0 = nil }
             return
         }
-        gate.wait()
-        defer { gate.signal() }
+        try enterGate()
+        defer { gate.leave() }
         guard published.withLock({ $0 != nil }) else { return }
         defer {
             published.withLock { $0 = nil }
@@ -279,8 +309,8 @@ public final class Database: Sendable {
     /// Runs `body` with the gate held and the handle checked writable.
     func withWriter<R>(_ body: (WriterState) throws -> R) throws -> R {
         if isReadOnly { throw StrataError.readOnly(path: path) }
-        gate.wait()
-        defer { gate.signal() }
+        try enterGate()
+        defer { gate.leave() }
         try checkWritable()
         return try body(writer)
     }
@@ -292,9 +322,10 @@ public final class Database: Sendable {
 
     /// A consistent copy of the writer's counters (taken under the gate for writers).
     func writerCounters() -> WriterCounters {
-        if isReadOnly { return WriterCounters(writer) }
-        gate.wait()
-        defer { gate.signal() }
+        // Inside this thread's own transaction the counters are stable already.
+        if isReadOnly || gate.isHeldByCurrentThread { return WriterCounters(writer) }
+        guard gate.enter() else { return WriterCounters(writer) }
+        defer { gate.leave() }
         return WriterCounters(writer)
     }
 }

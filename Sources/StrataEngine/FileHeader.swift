@@ -112,4 +112,12 @@ struct CheckpointSlot: Sendable, Equatable {
 
     /// Where this slot is written: generations alternate between the two slots.
     var fileOffset: UInt64 { FileHeader.slotOffsets[Int(generation % 2)] }
+
+    /// The slot images that make both slots name `checkpoint`, with generations `first`
+    /// and `first + 1`: written where a file has no older checkpoint for the other slot to
+    /// keep naming (a new file, a compacted one), so one damaged slot never makes the file
+    /// unopenable.
+    static func pair(first: UInt64, checkpoint: FrameAddress?, sequence: UInt64) -> [CheckpointSlot] {
+        [first, first + 1].map { CheckpointSlot(generation: $0, checkpoint: checkpoint, sequence: sequence) }
+    }
 }

@@ -7,6 +7,22 @@ import Darwin
 #endif
 import Synchronization
 
+// The C library's calls whose Swift names collide with this file's methods, qualified
+// once per platform.
+#if canImport(Glibc)
+private func posixOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { Glibc.open(path, flags, mode) }
+private func posixRename(_ from: String, _ to: String) -> Int32 { Glibc.rename(from, to) }
+private func posixClose(_ fd: Int32) -> Int32 { Glibc.close(fd) }
+#elseif canImport(Musl)
+private func posixOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { Musl.open(path, flags, mode) }
+private func posixRename(_ from: String, _ to: String) -> Int32 { Musl.rename(from, to) }
+private func posixClose(_ fd: Int32) -> Int32 { Musl.close(fd) }
+#elseif canImport(Darwin)
+private func posixOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { Darwin.open(path, flags, mode) }
+private func posixRename(_ from: String, _ to: String) -> Int32 { Darwin.rename(from, to) }
+private func posixClose(_ fd: Int32) -> Int32 { Darwin.close(fd) }
+#endif
+
 /// One open file, as the engine uses it: positional reads and writes, sync, truncate and
 /// an advisory lock. The engine talks to disk only through this protocol, so tests can
 /// swap in a file that drops, tears or garbles unsynced writes, or fails on demand.
@@ -24,7 +40,27 @@ protocol StorageFile: AnyObject, Sendable {
     func tryLockExclusive() throws -> Bool
     /// Releases the advisory lock, if held.
     func unlock()
+    /// Which file this descriptor refers to (`fstat`).
+    func identity() throws -> FileIdentity
     func close()
+}
+
+/// Which file a descriptor or a path refers to: device and inode, as `stat` reports them.
+/// A handle compares the two after taking the write lock, because another process may have
+/// renamed a new file over the path between its `open` and its `flock`.
+struct FileIdentity: Hashable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+
+    init(_ info: stat) {
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+    }
+
+    init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
 }
 
 enum OpenMode: Sendable {
@@ -35,7 +71,11 @@ enum OpenMode: Sendable {
 /// The directory-level operations the engine needs.
 protocol FileSystem: Sendable {
     func open(_ path: String, mode: OpenMode) throws -> any StorageFile
-    func exists(_ path: String) -> Bool
+    /// Whether a file is at `path`; throws when that cannot be known (a directory on the
+    /// way cannot be searched, a component is not a directory): only ENOENT means "missing".
+    func exists(_ path: String) throws -> Bool
+    /// The identity of the file at `path`, or nil when there is none.
+    func identity(of path: String) throws -> FileIdentity?
     func remove(_ path: String) throws
     func rename(_ from: String, to: String) throws
     /// Gives the file at `from` the additional name `to`, atomically, unless `to` exists;
@@ -63,19 +103,26 @@ extension StorageFile {
 struct POSIXFileSystem: FileSystem {
     func open(_ path: String, mode: OpenMode) throws -> any StorageFile {
         let flags: Int32 = mode == .readOnly ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CREAT | O_CLOEXEC
-        let fd = retryingOnInterrupt { Glibc.open(path, flags, 0o644) }
+        let fd = retryingOnInterrupt { posixOpen(path, flags, 0o644) }
         guard fd >= 0 else { throw StrataError.io(operation: "open", path: path, errno: errno) }
         return POSIXFile(fd: fd, path: path)
     }
 
-    func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+    func exists(_ path: String) throws -> Bool { try identity(of: path) != nil }
+
+    func identity(of path: String) throws -> FileIdentity? {
+        var info = stat()
+        if stat(path, &info) == 0 { return FileIdentity(info) }
+        if errno == ENOENT { return nil }
+        throw StrataError.io(operation: "stat", path: path, errno: errno)
+    }
 
     func remove(_ path: String) throws {
         guard unlink(path) == 0 || errno == ENOENT else { throw StrataError.io(operation: "unlink", path: path, errno: errno) }
     }
 
     func rename(_ from: String, to: String) throws {
-        guard Glibc.rename(from, to) == 0 else { throw StrataError.io(operation: "rename to \(to)", path: from, errno: errno) }
+        guard posixRename(from, to) == 0 else { throw StrataError.io(operation: "rename to \(to)", path: from, errno: errno) }
     }
 
     func linkIfAbsent(_ from: String, to: String) throws -> Bool {
@@ -86,9 +133,9 @@ struct POSIXFileSystem: FileSystem {
 
     func syncDirectory(containing path: String) throws {
         let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
-        let fd = Glibc.open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd = posixOpen(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)
         guard fd >= 0 else { throw StrataError.io(operation: "open directory", path: directory, errno: errno) }
-        defer { _ = Glibc.close(fd) }
+        defer { _ = posixClose(fd) }
         guard fsync(fd) == 0 else { throw StrataError.io(operation: "fsync directory", path: directory, errno: errno) }
     }
 }
@@ -132,7 +179,19 @@ final class POSIXFile: StorageFile {
     }
 
     func sync() throws {
+        #if canImport(Darwin)
+        // On Darwin fsync and fdatasync leave data in the drive's cache; only F_FULLFSYNC
+        // reaches stable storage (as SQLite's fullfsync and LMDB do).
+        guard fcntl(fd, F_FULLFSYNC) == 0 else { throw StrataError.io(operation: "fcntl(F_FULLFSYNC)", path: path, errno: errno) }
+        #else
         guard fdatasync(fd) == 0 else { throw StrataError.io(operation: "fdatasync", path: path, errno: errno) }
+        #endif
+    }
+
+    func identity() throws -> FileIdentity {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw StrataError.io(operation: "fstat", path: path, errno: errno) }
+        return FileIdentity(info)
     }
 
     func size() throws -> UInt64 {
@@ -157,7 +216,7 @@ final class POSIXFile: StorageFile {
 
     func close() {
         if isClosed.exchange(true, ordering: .acquiringAndReleasing) { return }
-        _ = Glibc.close(fd)
+        _ = posixClose(fd)
     }
 
     deinit { close() }

@@ -51,6 +51,18 @@ public struct FrameHeader: Sendable, Equatable {
     public static let compressedFlag: UInt8 = 1
     /// Frame payloads are limited so that one frame always fits in memory on 32-bit math.
     public static let maxPayload = Int(UInt32.max) - size
+    /// The largest payload stored compressed: liblz4's block limit (`LZ4_MAX_INPUT_SIZE`).
+    /// Larger payloads are stored raw.
+    public static let maxCompressedRawLength = 0x7E00_0000
+    /// LZ4 cannot expand its input more than 255 times (a match-length byte of 255 yields
+    /// at most 255 bytes), so a compressed frame claiming more is crafted or damaged: it is
+    /// refused before anything is allocated for it.
+    public static let maxExpansion = 255
+
+    /// The largest raw length a compressed payload of `storedLength` bytes may claim.
+    public static func maxRawLength(storedLength: UInt32) -> Int {
+        min(maxCompressedRawLength, Int(storedLength) * maxExpansion + maxExpansion)
+    }
 
     public var checksum: UInt64
     public var type: FrameType
@@ -79,6 +91,9 @@ public struct FrameHeader: Sendable, Equatable {
         guard Int(stored) <= maxPayload else { throw context.error("stored length \(stored) is too large") }
         if flags & compressedFlag == 0, raw != stored {
             throw context.error("uncompressed frame has raw length \(raw) but stored length \(stored)")
+        }
+        if flags & compressedFlag != 0, Int(raw) > maxRawLength(storedLength: stored) {
+            throw context.error("compressed frame claims \(raw) raw bytes from \(stored) stored; LZ4 allows at most \(maxRawLength(storedLength: stored))")
         }
         return FrameHeader(checksum: checksum, type: type, flags: flags, storedLength: stored, rawLength: raw)
     }

@@ -23,6 +23,9 @@ enum LZ4 {
     /// Decompresses exactly `rawLength` bytes, or nil when the input is malformed.
     static func decompress(_ source: UnsafeRawBufferPointer, rawLength: Int) -> [UInt8]? {
         guard rawLength > 0, source.count > 0 else { return rawLength == 0 && source.count == 0 ? [] : nil }
+        // liblz4 takes C ints; callers bound lengths from disk before this, and this guard
+        // keeps a missed bound from trapping or allocating gigabytes.
+        guard rawLength <= FrameHeader.maxCompressedRawLength, source.count <= Int(Int32.max) else { return nil }
         var out = [UInt8](repeating: 0, count: rawLength)
         let n = out.withUnsafeMutableBytes { dst in
             LZ4_decompress_safe(

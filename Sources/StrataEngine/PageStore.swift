@@ -54,7 +54,22 @@ final class PageStore: Sendable {
             guard header.frameLength == Int(address.length) else {
                 throw context.error("frame length \(header.frameLength) differs from the reference (\(address.length))")
             }
+            let limit = maxRawLength(of: type)
+            guard Int(header.rawLength) <= limit else {
+                throw context.error("\(type) payload of \(header.rawLength) bytes exceeds the format's limit of \(limit)")
+            }
             return try Frame.payload(of: raw, header: header, offset: address.offset, salt: salt, context: context)
+        }
+    }
+
+    /// The most a payload of each referenced frame type may hold (FORMAT.md, "Limits"): a
+    /// page is split near the page size, so 4 × page size is far above any real page; a
+    /// value is at most `Database.maxValueSize`.
+    func maxRawLength(of type: FrameType) -> Int {
+        switch type {
+        case .page: 4 * limits.pageSize
+        case .value: Database.maxValueSize
+        case .log, .checkpoint: FrameHeader.maxPayload
         }
     }
 

@@ -20,11 +20,12 @@ struct RecoveredState {
 enum Recovery {
     static func initialize(_ file: any StorageFile, pageSize: Int) throws {
         let header = FileHeader.new(pageSize: pageSize)
-        let slot = CheckpointSlot(generation: 1, checkpoint: nil, sequence: 0)
         var image = [UInt8](repeating: 0, count: Int(FileHeader.dataStart))
         image.replaceSubrange(0 ..< FileHeader.size, with: header.encoded())
-        let slotStart = Int(slot.fileOffset)
-        image.replaceSubrange(slotStart ..< slotStart + FileHeader.slotSize, with: slot.encoded(salt: header.salt))
+        for slot in CheckpointSlot.pair(first: 1, checkpoint: nil, sequence: 0) {
+            let slotStart = Int(slot.fileOffset)
+            image.replaceSubrange(slotStart ..< slotStart + FileHeader.slotSize, with: slot.encoded(salt: header.salt))
+        }
         try file.truncate(to: 0)
         try file.write(image, at: 0)
         try file.sync()

@@ -29,6 +29,9 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
     case valueTooLarge(size: Int, limit: Int)
     /// The transaction was already committed or rolled back.
     case transactionFinished
+    /// A write transaction (or checkpoint, compaction, close) was started on a thread that
+    /// is already inside a write transaction of the same database: waiting would deadlock.
+    case nestedTransaction(path: String)
     case invalidOption(String)
 
     public var description: String {
@@ -65,6 +68,8 @@ public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
             return "value of \(size) bytes exceeds the limit of \(limit) bytes"
         case .transactionFinished:
             return "the transaction has already been committed or rolled back"
+        case .nestedTransaction(let path):
+            return "a write transaction on \(path) is already open on this thread; do the work in that transaction instead of starting another (nesting would wait for itself forever)"
         case .invalidOption(let why):
             return "invalid option: \(why)"
         }

@@ -86,3 +86,53 @@ struct ProcessCrashTests {
         #expect(StrataError.locked(path: path).description.contains("database is locked"))
     }
 }
+
+/// Several processes open one file for writing while another compacts it in a loop: every
+/// commit a writer saw acknowledged must be in the file afterwards.
+@Suite("Writers racing compaction", .serialized)
+struct CompactionRaceTests {
+    @Test("no acknowledged commit is lost when writers open the file while another process compacts it")
+    func writersRacingCompaction() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        let seconds = String(TestScale.value("STRATA_RACE_SECONDS", ci: 6, stress: 30))
+        try Database(path: path).write { tx in
+            try tx.createTree("writers")
+            for i in 0 ..< 2000 { try tx.put([UInt8](repeating: UInt8(i % 251), count: 100), forKey: Key(-1, i).bytes, in: "writers") }
+        }
+        func start(_ arguments: [String]) throws -> (Process, Pipe) {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: ProcessCrashTests.childPath)
+            process.arguments = arguments
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            return (process, pipe)
+        }
+        let compactor = try start(["compactor", path, seconds])
+        let writers = try (1 ... 3).map { try start(["writer", path, seconds, String($0)]) }
+        var acknowledged: [(Int, Int)] = []
+        for (process, pipe) in writers {
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "writer failed: \(output)")
+            for line in output.split(separator: "\n") where line.hasPrefix("ok ") {
+                let parts = line.split(separator: " ")
+                acknowledged.append((Int(parts[1])!, Int(parts[2])!))
+            }
+        }
+        let compactorOutput = String(decoding: compactor.1.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        compactor.0.waitUntilExit()
+        #expect(compactor.0.terminationStatus == 0, "compactor failed: \(compactorOutput)")
+        #expect(compactorOutput.hasPrefix("compactions "), "\(compactorOutput)")
+        #expect(!acknowledged.isEmpty, "the writers should get the lock between compactions")
+
+        let db = try Database(path: path, options: Database.Options(readOnly: true))
+        let lost = try db.read { snapshot in
+            try acknowledged.filter { id, n in try snapshot.get(Key(id, n).bytes, in: "writers") == nil }
+        }
+        #expect(lost.isEmpty, "\(lost.count) of \(acknowledged.count) acknowledged commits are missing: \(lost.prefix(10))")
+        #expect(try db.snapshot().count(in: "writers") == 2000 + acknowledged.count)
+    }
+}

@@ -131,6 +131,10 @@ final class SimulatedFileSystem: FileSystem, @unchecked Sendable {
 
     func exists(_ path: String) -> Bool { withLock { inodes[path] != nil } }
 
+    func identity(of path: String) -> FileIdentity? {
+        withLock { inodes[path].map { FileIdentity(device: 1, inode: UInt64(UInt(bitPattern: ObjectIdentifier($0).hashValue))) } }
+    }
+
     func remove(_ path: String) throws { withLock { inodes[path] = nil } }
 
     func rename(_ from: String, to: String) throws {
@@ -218,6 +222,8 @@ final class SimulatedFile: StorageFile, @unchecked Sendable {
             holdsLock = false
         }
     }
+
+    func identity() -> FileIdentity { FileIdentity(device: 1, inode: UInt64(UInt(bitPattern: ObjectIdentifier(inode).hashValue))) }
 
     func close() { unlock() }
 }

@@ -1,0 +1,168 @@
+import Foundation
+import Testing
+@testable import StrataEngine
+
+/// Files and calls crafted to break the engine: each must end in an error a user can act
+/// on, never a trap, a hang or a huge allocation.
+@Suite("Hostile files and misuse")
+struct HostileInputTests {
+    /// A compressed frame whose raw length LZ4 cannot produce from its stored bytes.
+    static func craftedCompressedFrame(rawLength: UInt32, offset: UInt64, salt: UInt64) -> [UInt8] {
+        var frame = Frame.encode(.log, payload: [UInt8](repeating: 1, count: 4096), offset: offset, salt: salt, compress: true)
+        #expect(frame[11] == FrameHeader.compressedFlag)
+        withUnsafeBytes(of: rawLength.littleEndian) { frame.replaceSubrange(16 ..< 20, with: $0) }
+        let checksum = frame.withUnsafeBytes { XXH64.hash(UnsafeRawBufferPointer(rebasing: $0[8...]), seed: Frame.seed(salt: salt, offset: offset)) }
+        withUnsafeBytes(of: checksum.littleEndian) { frame.replaceSubrange(0 ..< 8, with: $0) }
+        return frame
+    }
+
+    @Test("a checksum-valid compressed frame claiming 2^31 raw bytes is refused before allocating", arguments: [UInt32(1) << 31, UInt32.max, 1 << 20])
+    func hugeRawLengthIsRefused(rawLength: UInt32) throws {
+        let frame = Self.craftedCompressedFrame(rawLength: rawLength, offset: 4096, salt: 7)
+        let context = CorruptionContext(path: "f", offset: 4096, structure: "frame")
+        #expect {
+            try frame.withUnsafeBytes { raw in
+                let header = try FrameHeader.parse(raw, context: context)
+                _ = try Frame.payload(of: raw, header: header, offset: 4096, salt: 7, context: context)
+            }
+        } throws: { error in
+            guard case StrataError.corruption(_, 4096, let reason) = error else { return false }
+            return reason.contains("LZ4 allows at most")
+        }
+    }
+
+    @Test("a file whose log frame claims 2^31 raw bytes does not open, naming the offset")
+    func fileWithHugeRawLengthFailsToOpen() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        var options = smallOptions()
+        options.checkpointOnClose = false
+        let db = try Database(path: path, options: options)
+        try db.write { try $0.createTree("t") }
+        try db.write { tx in try tx.put([UInt8](repeating: 1, count: 100), forKey: Key(1).bytes, in: "t") }
+        let salt = try db.snapshot().store.salt
+        let end = db.writerCounters().end
+        try db.close()
+        // A crafted commit, checksum-valid, followed by a valid one: damage, not a torn tail.
+        let crafted = Self.craftedCompressedFrame(rawLength: 1 << 31, offset: end, salt: salt)
+        var next = LogBatchWriter()
+        [UInt8]([2]).withUnsafeBytes { value in Key(2).bytes.withUnsafeBytes { next.put(tree: "t", key: $0, value: value) } }
+        let following = Frame.encode(.log, payload: next.payload(sequence: 4, timeMilliseconds: 0), offset: end + UInt64(crafted.count), salt: salt, compress: false)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.seek(toOffset: end)
+        handle.write(Data(crafted + following))
+        try handle.close()
+        #expect {
+            try Database(path: path)
+        } throws: { error in
+            guard case StrataError.corruption(_, end, let reason) = error else { return false }
+            return reason.contains("raw bytes")
+        }
+    }
+
+    @Test("a write started inside a write on the same thread throws nestedTransaction instead of deadlocking")
+    func nestedWriteIsRefused() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        let db = try Database(path: path)
+        #expect(throws: StrataError.nestedTransaction(path: path)) {
+            try db.write { tx in
+                try tx.createTree("t")
+                try db.write { try $0.createTree("u") }
+            }
+        }
+        // The outer transaction rolled back and the gate is free again.
+        #expect(try !db.snapshot().hasTree("t"))
+        try db.write { try $0.createTree("t") }
+        #expect(try db.snapshot().hasTree("t"))
+    }
+
+    @Test("checkpoint, compact and close inside a write throw nestedTransaction", arguments: ["checkpoint", "compact", "close"])
+    func maintenanceInsideWriteIsRefused(operation: String) throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        let db = try Database(path: path)
+        #expect(throws: StrataError.nestedTransaction(path: path)) {
+            try db.write { tx in
+                try tx.createTree("t")
+                switch operation {
+                case "checkpoint": try db.checkpoint()
+                case "compact": try db.compact()
+                default: try db.close()
+                }
+            }
+        }
+        try db.close()
+    }
+
+    @Test("writes from other threads wait their turn; only the same thread is refused")
+    func otherThreadsWait() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let db = try Database(path: directory.file())
+        try db.write { try $0.createTree("t") }
+        DispatchQueue.concurrentPerform(iterations: 8) { i in
+            for j in 0 ..< 25 {
+                try! db.write { tx in try tx.put([1], forKey: Key(i, j).bytes, in: "t") }
+            }
+        }
+        #expect(try db.snapshot().count(in: "t") == 200)
+    }
+
+    @Test("after compaction either checkpoint slot alone opens the file", arguments: [0, 1])
+    func compactedFileSurvivesOneDamagedSlot(slot: Int) throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        let db = try Database(path: path, options: smallOptions())
+        try db.write { tx in
+            try tx.createTree("t")
+            for i in 0 ..< 500 { try tx.put(Array("value \(i)".utf8), forKey: Key(i).bytes, in: "t") }
+        }
+        try db.compact()
+        try db.close()
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.seek(toOffset: FileHeader.slotOffsets[slot] + 3)
+        handle.write(Data([0xFF, 0xEE]))
+        try handle.close()
+        let reopened = try Database(path: path)
+        #expect(try reopened.snapshot().count(in: "t") == 500)
+        #expect(try reopened.snapshot().get(Key(499).bytes, in: "t") == Array("value 499".utf8))
+        try reopened.close()
+    }
+
+    @Test("a new file survives one damaged slot too", arguments: [0, 1])
+    func newFileSurvivesOneDamagedSlot(slot: Int) throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        var options = Database.Options()
+        options.checkpointOnClose = false
+        let db = try Database(path: path, options: options)
+        try db.write { try $0.createTree("t") }
+        try db.close()
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.seek(toOffset: FileHeader.slotOffsets[slot])
+        handle.write(Data([0xFF]))
+        try handle.close()
+        #expect(try Database(path: path).snapshot().hasTree("t"))
+    }
+
+    @Test("a path whose directory part is a file is reported for that path, not a temporary one")
+    func unusablePathNamesItself() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let blocker = directory.file("plain-file")
+        FileManager.default.createFile(atPath: blocker, contents: Data([1]))
+        let path = blocker + "/db.strata"
+        #expect {
+            try Database(path: path)
+        } throws: { error in
+            guard case StrataError.io(_, let reported, ENOTDIR) = error else { return false }
+            return reported == path
+        }
+    }
+}
