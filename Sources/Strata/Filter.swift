@@ -32,22 +32,50 @@ enum FieldBounds: Sendable, Equatable {
     case range(lower: KeyRange.Bound, upper: KeyRange.Bound)
     case points([[UInt8]])
 
+    /// The keys comparing to `value` with `op`, as Swift's operators compare the values.
     static func comparison(_ op: PredicateExpressions.ComparisonOperator, _ value: [UInt8]) -> FieldBounds {
-        let after = KeyRange.prefixSuccessorOrMax(value)
+        if UnorderedKeys.isNaN(value) { return .points([]) }  // NaN compares false with everything
+        // Keys equal to `value` may continue with the primary key's elements; a longer
+        // string with the same start sorts from `afterElements(value)` on.
+        let after = KeyRange.afterElements(value)
+        // NaN keys sort above +∞ (Key's order), but no value is below NaN: ranges reaching
+        // upwards stop at +∞. Without this, index counts included NaN that reads filtered out.
+        let top = UnorderedKeys.ceiling(sameTypeAs: value)
         switch op {
         case .lessThan: return .range(lower: .unbounded, upper: .excluded(value))
-        case .lessThanOrEqual: return .range(lower: .unbounded, upper: after)
-        case .greaterThan:
-            // Above every key starting with `value`; when none can be (no successor), nothing.
-            guard case .excluded(let successor) = after else { return .points([]) }
-            return .range(lower: .included(successor), upper: .unbounded)
-        case .greaterThanOrEqual: return .range(lower: .included(value), upper: .unbounded)
+        case .lessThanOrEqual: return .range(lower: .unbounded, upper: .excluded(after))
+        case .greaterThan: return .range(lower: .included(after), upper: top)
+        case .greaterThanOrEqual: return .range(lower: .included(value), upper: top)
         @unknown default: return .range(lower: .unbounded, upper: .unbounded)
         }
     }
 
+    /// The keys equal to one of `values`. NaN equals nothing, so its key is left out.
+    static func equal(toAnyOf values: [[UInt8]]) -> FieldBounds {
+        .points(values.filter { !UnorderedKeys.isNaN($0) })
+    }
+
     static func prefix(_ bytes: [UInt8]) -> FieldBounds {
         .range(lower: .included(bytes), upper: KeyRange.prefixSuccessorOrMax(bytes))
+    }
+}
+
+/// Keys of floating-point fields (`Double`, `Float`, `Date`) that have no order: every NaN
+/// encodes as one key above +∞ (FORMAT.md, "Key encoding").
+enum UnorderedKeys {
+    private static let nan: Set<[UInt8]> = [Key(Double.nan).bytes, Key(Date(timeIntervalSince1970: .nan)).bytes]
+    private static let infinity: [UInt8: [UInt8]] = [
+        Key(Double.infinity).bytes[0]: Key(Double.infinity).bytes,
+        Key(Date(timeIntervalSince1970: .infinity)).bytes[0]: Key(Date(timeIntervalSince1970: .infinity)).bytes,
+    ]
+
+    static func isNaN(_ key: [UInt8]) -> Bool { key.count == 9 && nan.contains(key) }
+
+    /// For a floating-point key, the upper bound that keeps NaN out (+∞ included); for other
+    /// keys, unbounded.
+    static func ceiling(sameTypeAs key: [UInt8]) -> KeyRange.Bound {
+        guard key.count == 9, let tag = key.first, let top = infinity[tag] else { return .unbounded }
+        return .excluded(KeyRange.afterElements(top))
     }
 }
 
@@ -90,7 +118,7 @@ public struct Filter<M>: @unchecked Sendable {
 
     /// The field is one of `values`.
     public static func `in`<V: KeyComponent & Equatable>(_ keyPath: KeyPath<M, V>, _ values: [V]) -> Filter {
-        Filter(plan: .field(keyPath, .points(values.map { Key($0).bytes }))) { values.contains($0[keyPath: keyPath]) }
+        Filter(plan: .field(keyPath, .equal(toAnyOf: values.map { Key($0).bytes }))) { values.contains($0[keyPath: keyPath]) }
     }
 
     /// The field is none of `values`.
@@ -101,7 +129,7 @@ public struct Filter<M>: @unchecked Sendable {
     /// `range.lowerBound <= field <= range.upperBound`.
     public static func between<V: KeyComponent & Comparable>(_ keyPath: KeyPath<M, V>, _ range: ClosedRange<V>) -> Filter {
         let lower = Key(range.lowerBound).bytes, upper = Key(range.upperBound).bytes
-        return Filter(plan: .field(keyPath, .range(lower: .included(lower), upper: KeyRange.prefixSuccessorOrMax(upper)))) {
+        return Filter(plan: .field(keyPath, .range(lower: .included(lower), upper: .excluded(KeyRange.afterElements(upper))))) {
             range.contains($0[keyPath: keyPath])
         }
     }
@@ -154,7 +182,7 @@ public struct Filter<M>: @unchecked Sendable {
 }
 
 public func == <M, V: KeyComponent & Equatable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> {
-    Filter(plan: .field(keyPath, .points([Key(value).bytes]))) { $0[keyPath: keyPath] == value }
+    Filter(plan: .field(keyPath, .equal(toAnyOf: [Key(value).bytes]))) { $0[keyPath: keyPath] == value }
 }
 
 public func != <M, V: KeyComponent & Equatable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> {

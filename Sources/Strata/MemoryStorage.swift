@@ -20,7 +20,7 @@ public final class MemoryStorage: Storage {
     }
 
     private let state = Mutex<[String: Collection]>([:])
-    private let gate = DispatchSemaphore(value: 1)
+    private let gate = WriteGate()
 
     public init() {}
 
@@ -29,8 +29,8 @@ public final class MemoryStorage: Storage {
     }
 
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
-        gate.wait()
-        defer { gate.signal() }
+        guard gate.enter() else { throw StorageError.nestedTransaction }
+        defer { gate.leave() }
         let writer = MemoryWriter(collections: state.withLock { $0 })
         let result = try body(writer)
         if let violation = writer.abortedBy { throw violation }

@@ -158,19 +158,24 @@ enum Planner {
         return ka.lexicographicallyPrecedes(kb) ? a : b
     }
 
-    /// Tree ranges for field bounds: one prefix range per point, or the range itself.
+    /// Tree ranges for field bounds: one range per point (its keys, whatever primary key
+    /// follows), or the range itself.
     private static func keyRanges(_ bounds: FieldBounds) -> ([KeyRange], isPoints: Bool) {
         switch bounds {
-        case .points(let points): return (points.map { KeyRange.prefix($0) }, true)
+        case .points(let points): return (points.map { KeyRange.startingWith(elements: $0) }, true)
         case .range(let lower, let upper): return ([KeyRange(lower: lower, upper: upper)], false)
         }
     }
 
     private static func describe(_ range: KeyRange?) -> String? {
         guard let range else { return nil }
+        // `afterElements(k)` (k ++ FF) stands for "just above k": show it as k, exclusive
+        // below or inclusive above.
         func text(_ bound: KeyRange.Bound, lower: Bool) -> String {
             switch bound {
             case .unbounded: return lower ? "(-∞" : "+∞)"
+            case .included(let k) where lower && k.last == 0xFF: return "(\(Key(bytes: Array(k.dropLast())))"
+            case .excluded(let k) where !lower && k.last == 0xFF: return "\(Key(bytes: Array(k.dropLast())))]"
             case .included(let k): return lower ? "[\(Key(bytes: k))" : "\(Key(bytes: k))]"
             case .excluded(let k): return lower ? "(\(Key(bytes: k))" : "\(Key(bytes: k)))"
             }

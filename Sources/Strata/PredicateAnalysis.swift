@@ -62,7 +62,7 @@ extension PredicateExpressions.Conjunction: PlannableExpression {
 extension PredicateExpressions.Equal: PlannableExpression {
     var planTerm: PlanTerm {
         guard let (path, value, _) = operands(lhs, rhs) else { return .opaque }
-        return .field(path, .points([value]))
+        return .field(path, .equal(toAnyOf: [value]))
     }
 }
 
@@ -93,7 +93,7 @@ extension PredicateExpressions.SequenceContains: PlannableExpression {
             guard let component = value as? KeyComponent else { return .opaque }
             points.append(Key(component).bytes)
         }
-        return .field(path, .points(points))
+        return .field(path, .equal(toAnyOf: points))
     }
 }
 

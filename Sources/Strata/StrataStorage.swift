@@ -31,7 +31,13 @@ public final class StrataStorage: Storage {
     }
 
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
-        let writer = StrataWriter(storage: self, transaction: try database.beginWrite())
+        let transaction: WriteTransaction
+        do {
+            transaction = try database.beginWrite()
+        } catch StrataError.nestedTransaction {
+            throw StorageError.nestedTransaction
+        }
+        let writer = StrataWriter(storage: self, transaction: transaction)
         do {
             let result = try body(writer)
             try writer.commit()

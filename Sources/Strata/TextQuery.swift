@@ -91,16 +91,18 @@ public indirect enum TextPredicate: Equatable, Sendable {
 
     /// How a stored value compares with a literal, or nil when they cannot be compared.
     static func order(_ value: RecordValue, _ literal: Literal) -> ComparisonResult? {
-        func compare<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult { a < b ? .orderedAscending : a == b ? .orderedSame : .orderedDescending }
+        func compare<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult? {
+            a < b ? .orderedAscending : a == b ? .orderedSame : b < a ? .orderedDescending : nil  // nil: NaN
+        }
         switch (value, literal) {
         case (.int(let v), .number(let n, _)): return compare(Double(v), n)
         case (.uint(let v), .number(let n, _)): return compare(Double(v), n)
         case (.double(let v), .number(let n, _)): return compare(v, n)
         case (.string(let v), .string(let s)), (.url(let v), .string(let s)): return compare(v, s)
-        case (.decimal(let v), .number(let n, _)): return Double(v).map { compare($0, n) }
+        case (.decimal(let v), .number(let n, _)): return Double(v).flatMap { compare($0, n) }
         case (.bool(let v), .bool(let b)): return v == b ? .orderedSame : (v ? .orderedDescending : .orderedAscending)
-        case (.uuid(let v), .string(let s)): return UUID(uuidString: s).map { compare(v.uuidString, $0.uuidString) }
-        case (.date(let v), .string(let s)): return (try? Date(s, strategy: .iso8601)).map { compare(v, $0) }
+        case (.uuid(let v), .string(let s)): return UUID(uuidString: s).flatMap { compare(v.uuidString, $0.uuidString) }
+        case (.date(let v), .string(let s)): return (try? Date(s, strategy: .iso8601)).flatMap { compare(v, $0) }
         case (.date(let v), .number(let n, _)): return compare(v.timeIntervalSince1970, n)
         default: return nil
         }
@@ -137,7 +139,7 @@ public indirect enum TextPredicate: Equatable, Sendable {
         case .compare(let field, let op, let literal):
             guard op != .notEqual, let type = keyTypes[field], let key = Self.keyBytes(literal, as: type) else { return ([], true) }
             switch op {
-            case .equal: return ([(field, .points([key]))], false)
+            case .equal: return ([(field, .equal(toAnyOf: [key]))], false)
             case .less: return ([(field, .comparison(.lessThan, key))], false)
             case .lessOrEqual: return ([(field, .comparison(.lessThanOrEqual, key))], false)
             case .greater: return ([(field, .comparison(.greaterThan, key))], false)
@@ -148,10 +150,10 @@ public indirect enum TextPredicate: Equatable, Sendable {
             guard let type = keyTypes[field] else { return ([], true) }
             let keys = literals.compactMap { Self.keyBytes($0, as: type) }
             guard keys.count == literals.count else { return ([], true) }
-            return ([(field, .points(keys))], false)
+            return ([(field, .equal(toAnyOf: keys))], false)
         case .between(let field, let low, let high):
             guard let type = keyTypes[field], let l = Self.keyBytes(low, as: type), let h = Self.keyBytes(high, as: type) else { return ([], true) }
-            return ([(field, .range(lower: .included(l), upper: KeyRange.prefixSuccessorOrMax(h)))], false)
+            return ([(field, .range(lower: .included(l), upper: .excluded(KeyRange.afterElements(h))))], false)
         case .beginsWith(let field, let prefix) where keyTypes[field] == "string":
             return ([(field, .prefix(Key().appendingStringPrefix(prefix)))], false)
         default:

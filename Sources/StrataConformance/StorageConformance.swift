@@ -105,6 +105,30 @@ public enum StorageConformance {
                 try expect(try storage.count(ConformanceUser.filter(filter)) == want.count, "count \(label)")
             }
         },
+        Check(name: "a write inside a write on the same thread throws nestedTransaction and rolls back") { storage in
+            try expectThrows(StorageError.nestedTransaction) {
+                try storage.write { writer in
+                    try writer.create(Fixtures.users[0])
+                    try storage.write { try $0.create(Fixtures.users[1]) }
+                }
+            }
+            try expect(try storage.count(ConformanceUser.self) == 0, "the outer transaction rolled back")
+            try storage.create(Fixtures.users[2])
+            try expect(try storage.count(ConformanceUser.self) == 1, "the storage takes writes again")
+        },
+        Check(name: "count equals read().count and an array filter, over NaN, ±0, ±∞, empty and non-ASCII strings, nil") { storage in
+            var rng = ConformanceRandom(seed: 0x5EED)
+            let measures = (1 ... 300).map { ConformanceMeasure.random(id: Int64($0), using: &rng) }
+            try storage.persist(measures)
+            for round in 0 ..< 400 {
+                let (label, filter, test) = ConformanceMeasure.randomFilter(using: &rng)
+                let want = measures.filter(test).map(\.id)
+                let read = try storage.read(ConformanceMeasure.filter(filter)).map(\.id)
+                let counted = try storage.count(ConformanceMeasure.filter(filter))
+                try expect(read == want, "round \(round), \(label): read \(read.count) records, the array filter \(want.count)")
+                try expect(counted == want.count, "round \(round), \(label): count \(counted), the array filter \(want.count)")
+            }
+        },
         Check(name: "#Predicate queries match what the predicate selects from an array") { storage in
             try storage.persist(Fixtures.users)
             let predicates: [Predicate<ConformanceUser>] = [
@@ -276,6 +300,66 @@ struct ConformancePair: Model, Equatable {
     var value: String
     static let collectionName = "conformance.pairs"
     static let schema = Schema<ConformancePair>(primaryKey: \.group, \.number)
+}
+
+/// Values that break naive comparisons: NaN (no order), -0.0 (== 0.0), infinities, empty
+/// and non-ASCII strings, nil.
+struct ConformanceMeasure: Model, Equatable {
+    var id: Int64
+    var value: Double
+    var unindexed: Double
+    var label: String
+    var rank: Int?
+
+    static let collectionName = "conformance.measures"
+    static let schema = Schema<ConformanceMeasure>(primaryKey: \.id, indexes: [.index(\.value), .index(\.label)])
+
+    static let doubles: [Double] = [.nan, -.nan, 0, -0.0, 1, -1, 0.5, .infinity, -.infinity, .greatestFiniteMagnitude, -.leastNonzeroMagnitude, 1e-300]
+    static let labels = ["", "a", "A", "é", "e\u{301}", "日本", "😀", "a\u{0}b", "zz", "Z"]
+
+    static func random(id: Int64, using rng: inout ConformanceRandom) -> ConformanceMeasure {
+        ConformanceMeasure(
+            id: id, value: rng.pick(doubles), unindexed: rng.pick(doubles), label: rng.pick(labels),
+            rank: rng.next() % 3 == 0 ? nil : Int(rng.next() % 5) - 2)
+    }
+
+    static func randomFilter(using rng: inout ConformanceRandom) -> (String, Filter<ConformanceMeasure>, (ConformanceMeasure) -> Bool) {
+        let d = rng.pick(doubles), e = rng.pick(doubles), s = rng.pick(labels)
+        let choices: [(String, Filter<ConformanceMeasure>, (ConformanceMeasure) -> Bool)] = [
+            ("value == \(d)", \.value == d, { $0.value == d }),
+            ("value < \(d)", \.value < d, { $0.value < d }),
+            ("value <= \(d)", \.value <= d, { $0.value <= d }),
+            ("value > \(d)", \.value > d, { $0.value > d }),
+            ("value >= \(d)", \.value >= d, { $0.value >= d }),
+            ("value != \(d)", \.value != d, { $0.value != d }),
+            ("unindexed > \(d)", \.unindexed > d, { $0.unindexed > d }),
+            ("unindexed <= \(d)", \.unindexed <= d, { $0.unindexed <= d }),
+            ("value > \(d) && value <= \(e)", \.value > d && \.value <= e, { $0.value > d && $0.value <= e }),
+            ("value in [\(d), \(e)]", .in(\.value, [d, e]), { [d, e].contains($0.value) }),
+            ("value not in [\(d), \(e)]", .notIn(\.value, [d, e]), { ![d, e].contains($0.value) }),
+            ("label == \(s.debugDescription)", \.label == s, { $0.label == s }),
+            ("label < \(s.debugDescription)", \.label < s, { $0.label < s }),
+            ("label >= \(s.debugDescription)", \.label >= s, { $0.label >= s }),
+            ("label prefix \(s.debugDescription)", .hasPrefix(\.label, s), { $0.label.hasPrefix(s) }),
+            ("rank is nil", .isNil(\.rank), { $0.rank == nil }),
+            ("rank is not nil && value >= \(d)", .isNotNil(\.rank) && \.value >= d, { $0.rank != nil && $0.value >= d }),
+        ]
+        return rng.pick(choices)
+    }
+}
+
+/// SplitMix64, so a failing round can be replayed.
+struct ConformanceRandom {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func pick<T>(_ options: [T]) -> T { options[Int(next() % UInt64(options.count))] }
 }
 
 enum Fixtures {

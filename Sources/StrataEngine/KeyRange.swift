@@ -33,6 +33,22 @@ public struct KeyRange: Sendable, Equatable {
     }
 
     /// Every key that starts with `prefix`.
+    /// Every key whose leading elements are exactly the complete elements encoded in
+    /// `elements`: `[elements, elements ++ FF)`. After a complete element comes the end or
+    /// another element's tag, and every tag is below 0xFF; a string that merely continues
+    /// (`"a"` vs `"a\0b"`, an escaped NUL `00 FF`) sorts at or above `elements ++ FF`. A
+    /// byte-prefix range (`prefix(_:)`) would wrongly include those.
+    ///
+    /// ```swift
+    /// KeyRange.startingWith(elements: Key("a").bytes)   // ("a", 1), ("a", 2); not ("a\0b", 1)
+    /// ```
+    public static func startingWith(elements: [UInt8]) -> KeyRange {
+        KeyRange(lower: .included(elements), upper: .excluded(afterElements(elements)))
+    }
+
+    /// The smallest key above every key that starts with the complete elements `elements`.
+    public static func afterElements(_ elements: [UInt8]) -> [UInt8] { elements + [0xFF] }
+
     public static func prefix(_ prefix: [UInt8]) -> KeyRange {
         guard let successor = prefixSuccessor(prefix) else { return KeyRange(lower: .included(prefix)) }
         return KeyRange(lower: .included(prefix), upper: .excluded(successor))
