@@ -7,6 +7,11 @@ public indirect enum RecordValue: Sendable, Equatable {
     public struct Field: Sendable, Equatable {
         public var name: String
         public var value: RecordValue
+
+        public init(name: String, value: RecordValue) {
+            self.name = name
+            self.value = value
+        }
     }
 
     case null
@@ -121,8 +126,13 @@ public indirect enum RecordValue: Sendable, Equatable {
 
     /// The value of a dotted property path (`address.city`), or nil when absent.
     public func value(at path: String) -> RecordValue? {
+        value(atPath: path.split(separator: ".").map(String.init))
+    }
+
+    /// The value at a property path already split into names.
+    public func value(atPath path: [String]) -> RecordValue? {
         var current = self
-        for part in path.split(separator: ".") {
+        for part in path {
             guard case .object(let fields) = current, let field = fields.first(where: { $0.name == part }) else { return nil }
             current = field.value
         }

@@ -39,7 +39,18 @@ public indirect enum TextPredicate: Equatable, Sendable {
     case or(TextPredicate, TextPredicate)
     case not(TextPredicate)
 
-    /// Parses `text`; a `TextQueryError` names the 1-based column where parsing failed.
+    /// How deeply parentheses and `NOT` may nest. Deeper input is refused with a
+    /// `TextQueryError` rather than risking the stack (as SQLite's `SQLITE_MAX_EXPR_DEPTH`).
+    /// Long `AND`/`OR` chains do not nest: they are built as balanced trees.
+    public static let maxNestingDepth = 100
+
+    /// Parses `text`.
+    ///
+    /// ```swift
+    /// let predicate = try TextPredicate.parse("age > 40 AND city != 'Boston'")
+    /// ```
+    /// - Throws: `TextQueryError` naming the 1-based column where parsing failed, also when
+    ///   parentheses and `NOT` nest deeper than `maxNestingDepth`.
     public static func parse(_ text: String) throws -> TextPredicate {
         var parser = TextQueryParser(text)
         let predicate = try parser.expression()
@@ -49,44 +60,10 @@ public indirect enum TextPredicate: Equatable, Sendable {
 
     // MARK: Evaluation
 
-    /// Whether the record satisfies the predicate. A missing field is null.
+    /// Whether the record satisfies the predicate. A missing field is null. To test many
+    /// records, compile once with `CompiledTextPredicate(_:)`.
     public func matches(_ record: RecordValue) -> Bool {
-        switch self {
-        case .compare(let field, let op, let literal):
-            let value = record.value(at: field) ?? .null
-            if case .null = literal {
-                let isNull = value == .null
-                return op == .equal ? isNull : op == .notEqual ? !isNull : false
-            }
-            guard let order = Self.order(value, literal) else { return op == .notEqual }
-            switch op {
-            case .equal: return order == .orderedSame
-            case .notEqual: return order != .orderedSame
-            case .less: return order == .orderedAscending
-            case .lessOrEqual: return order != .orderedDescending
-            case .greater: return order == .orderedDescending
-            case .greaterOrEqual: return order != .orderedAscending
-            }
-        case .oneOf(let field, let literals, let negated):
-            let value = record.value(at: field) ?? .null
-            return literals.contains { Self.order(value, $0) == .orderedSame || ($0 == .null && value == .null) } != negated
-        case .between(let field, let low, let high):
-            let value = record.value(at: field) ?? .null
-            guard let a = Self.order(value, low), let b = Self.order(value, high) else { return false }
-            return a != .orderedAscending && b != .orderedDescending
-        case .beginsWith(let field, let prefix):
-            guard case .string(let s)? = record.value(at: field) else { return false }
-            return s.hasPrefix(prefix)
-        case .contains(let field, let part):
-            guard case .string(let s)? = record.value(at: field) else { return false }
-            return s.contains(part)
-        case .like(let field, let pattern, let negated):
-            guard case .string(let s)? = record.value(at: field) else { return negated }
-            return Self.like(Array(s), Array(pattern)) != negated
-        case .and(let a, let b): return a.matches(record) && b.matches(record)
-        case .or(let a, let b): return a.matches(record) || b.matches(record)
-        case .not(let a): return !a.matches(record)
-        }
+        CompiledTextPredicate(self).matches(record)
     }
 
     /// How a stored value compares with a literal, or nil when they cannot be compared.
@@ -195,6 +172,7 @@ struct TextQueryParser {
 
     private var tokens: [(token: Token, column: Int)] = []
     private var index = 0
+    private var depth = 0
     private var lexError: TextQueryError?
 
     init(_ text: String) {
@@ -272,18 +250,34 @@ struct TextQueryParser {
 
     mutating func expression() throws -> TextPredicate {
         if let lexError { throw lexError }
-        var left = try conjunction()
-        while take("OR") { left = .or(left, try conjunction()) }
-        return left
+        var terms = [try conjunction()]
+        while take("OR") { terms.append(try conjunction()) }
+        return Self.balanced(terms[...], TextPredicate.or)
     }
 
     private mutating func conjunction() throws -> TextPredicate {
-        var left = try negation()
-        while take("AND") { left = .and(left, try negation()) }
-        return left
+        var terms = [try negation()]
+        while take("AND") { terms.append(try negation()) }
+        return Self.balanced(terms[...], TextPredicate.and)
+    }
+
+    /// Joins terms, in order, into a tree of depth log2(count): AND and OR are
+    /// associative, and a left-deep tree of 10,000 terms would recurse 10,000 deep.
+    private static func balanced(_ terms: ArraySlice<TextPredicate>, _ join: (TextPredicate, TextPredicate) -> TextPredicate) -> TextPredicate {
+        if terms.count == 1 { return terms.first! }
+        let middle = terms.startIndex + terms.count / 2
+        return join(balanced(terms[..<middle], join), balanced(terms[middle...], join))
     }
 
     private mutating func negation() throws -> TextPredicate {
+        let opensLevel = isKeyword("NOT") || tokens[index].token == .symbol("(")
+        if opensLevel {
+            guard depth < TextPredicate.maxNestingDepth else {
+                throw error("parentheses and NOT nest deeper than \(TextPredicate.maxNestingDepth) levels")
+            }
+            depth += 1
+        }
+        defer { if opensLevel { depth -= 1 } }
         if take("NOT") { return .not(try negation()) }
         if tokens[index].token == .symbol("(") {
             index += 1
@@ -373,10 +367,11 @@ extension CollectionInspector {
         let request = PlanRequest(collection: name, conditions: conditions, hasOpaque: hasOpaque, hasConditions: predicate != nil,
                                   sort: sort.map { (Optional($0.field), $0.ascending) }, limit: limit, offset: offset)
         let access = Planner.choose(request, candidates: candidates)
+        let compiled = predicate.map(CompiledTextPredicate.init)
         let execution = QueryExecution<RecordValue>(
             engine: snapshot, entry: entry, uniqueIndexes: Set(entry.indexes.filter(\.unique).map(\.name)),
             decode: { try RecordValue.decode(Array($0), fields: fields, collection: name) }, admits: nil,
-            matches: { predicate?.matches($0) ?? true },
+            matches: { compiled?.matches($0) ?? true },
             sort: sort.isEmpty ? nil : { pairs in
                 pairs = pairs.enumerated().sorted { a, b in
                     for key in sort {
