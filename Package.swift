@@ -3,6 +3,8 @@ import PackageDescription
 
 let package = Package(
     name: "Strata",
+    // Synchronization's Mutex and Atomic, and Foundation's Date.ISO8601FormatStyle.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "StrataEngine", targets: ["StrataEngine"]),
         .library(name: "Strata", targets: ["Strata"]),
@@ -17,6 +19,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0"),
+        // The ecosystem's logging API: the engine reports what it repairs or cannot do.
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -24,7 +28,7 @@ let package = Package(
             pkgConfig: "liblz4",
             providers: [.apt(["liblz4-dev"])]
         ),
-        .target(name: "StrataEngine", dependencies: ["CLZ4"]),
+        .target(name: "StrataEngine", dependencies: ["CLZ4", .product(name: "Logging", package: "swift-log")]),
         .target(name: "Strata", dependencies: ["StrataEngine"]),
         // The behaviour every Storage backend must have, for backends' own test targets.
         .target(name: "StrataConformance", dependencies: ["Strata"]),

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Logging
 import Synchronization
 
 /// A Strata database file: named trees of byte-string keys and values, with atomic,
@@ -51,6 +52,11 @@ public final class Database: Sendable {
         /// Checkpoint in `close()`, so the next open replays nothing.
         public var checkpointOnClose = true
         public var recovery: RecoveryMode = .strict
+        /// Where the engine reports what it repaired or could not do: a torn tail dropped
+        /// at open (warning), a salvage that dropped valid commits, a failed automatic
+        /// checkpoint, a handle poisoned by an I/O error (errors). Each is also counted in
+        /// `statistics()`. Bootstrap swift-log's `LoggingSystem` to route them.
+        public var logger = Logger(label: "strata.engine")
 
         public init(durability: Durability = .full, readOnly: Bool = false) {
             self.durability = durability
@@ -90,10 +96,11 @@ public final class Database: Sendable {
             file.close()
             throw error
         }
-        writer = WriterState(recovered)
+        writer = WriterState(recovered, logger: options.logger)
         published = Mutex(Snapshot(store: recovered.store, trees: recovered.trees, sequence: recovered.sequence))
         openReport = OpenReport(
-            bytesRead: recovered.store.bytesRead, replayedCommits: recovered.replayedCommits, tornBytes: recovered.tornBytes)
+            bytesRead: recovered.store.bytesRead, replayedCommits: recovered.replayedCommits, tornBytes: recovered.tornBytes,
+            salvagedFrom: recovered.salvagedFrom)
     }
 
     /// How many times opening for writing retries when the file it locked was replaced.
@@ -219,9 +226,15 @@ public final class Database: Sendable {
         writer.logBytes += UInt64(frame.count)
         publish(Snapshot(store: writer.store, trees: trees, sequence: sequence))
         if writer.logBytes >= options.checkpointLogBytes {
-            // The commit is durable already; a failing checkpoint poisons the handle and
-            // the next write reports it.
-            try? checkpointHoldingGate()
+            // The commit is durable already, so it still succeeds; the failed checkpoint
+            // poisons the handle, the next write reports it, and the log says so now.
+            do {
+                try checkpointHoldingGate()
+            } catch {
+                writer.failedCheckpoints += 1
+                options.logger.error("automatic checkpoint failed; the commit is durable, but this handle refuses further writes until reopened",
+                                     metadata: ["path": "\(path)", "error": "\(error)"])
+            }
         }
     }
 
@@ -338,6 +351,7 @@ struct WriterCounters {
     var checkpointSequence: UInt64
     var checkpoint: FrameAddress?
     var poisoned: Bool
+    var failedCheckpoints: UInt64
 
     init(_ writer: WriterState) {
         end = writer.end
@@ -346,6 +360,7 @@ struct WriterCounters {
         checkpointSequence = writer.checkpointSequence
         checkpoint = writer.checkpoint
         poisoned = writer.poison != nil
+        failedCheckpoints = writer.failedCheckpoints
     }
 }
 
@@ -354,6 +369,9 @@ struct OpenReport: Sendable {
     var bytesRead: UInt64
     var replayedCommits: Int
     var tornBytes: UInt64
+    /// Where a salvaging open (`.truncateAtFirstBadFrame`) cut off damage followed by
+    /// valid commits; nil when it did not.
+    var salvagedFrom: UInt64?
 }
 
 /// The writer's view of the file. Touched only while holding the database's gate.
@@ -367,8 +385,12 @@ final class WriterState: @unchecked Sendable {
     var logBytes: UInt64
     /// Set by the first failed write or sync; every later write reports it.
     var poison: StrataError?
+    /// Automatic checkpoints that failed after their commit had succeeded.
+    var failedCheckpoints: UInt64 = 0
+    let logger: Logger
 
-    init(_ state: RecoveredState) {
+    init(_ state: RecoveredState, logger: Logger) {
+        self.logger = logger
         store = state.store
         end = state.end
         sequence = state.sequence
@@ -397,6 +419,8 @@ final class WriterState: @unchecked Sendable {
         } catch {
             let cause = (error as? StrataError) ?? .io(operation: "write", path: store.path, errno: EIO)
             poison = .poisoned(cause: cause.description)
+            logger.error("write failed; the handle refuses further writes until reopened (the file keeps its last good commit)",
+                         metadata: ["path": "\(store.path)", "error": "\(cause)"])
             try? store.file.truncate(to: end)
             throw cause
         }

@@ -12,6 +12,7 @@ struct RecoveredState {
     var end: UInt64
     var tornBytes: UInt64
     var replayedCommits: Int
+    var salvagedFrom: UInt64? = nil
 }
 
 /// Opening a file: header, checkpoint slots, the latest checkpoint, then replay of the
@@ -87,8 +88,16 @@ enum Recovery {
             do {
                 frame = try readFrame(at: position, fileSize: size, store: store)
             } catch let StrataError.corruption(_, _, reason) {
-                try handleBadFrame(at: position, reason: reason, fileSize: size, store: store, options: options)
+                let salvaged = try handleBadFrame(at: position, reason: reason, fileSize: size, store: store, options: options)
                 state.tornBytes = size - position
+                if salvaged {
+                    state.salvagedFrom = position
+                    options.logger.error("salvage: dropped a damaged frame and every commit after it",
+                                         metadata: ["path": "\(path)", "offset": "\(position)", "bytes": "\(size - position)", "reason": "\(reason)"])
+                } else {
+                    options.logger.warning("dropped the torn tail of an interrupted write",
+                                           metadata: ["path": "\(path)", "offset": "\(position)", "bytes": "\(size - position)"])
+                }
                 if !options.readOnly {
                     try file.truncate(to: position)
                     try file.sync()
@@ -160,9 +169,10 @@ enum Recovery {
     /// A bad frame is a torn tail (the writer died mid-write: recovery drops it) unless a
     /// valid log or checkpoint frame follows it, which a crash cannot produce: then it is
     /// media corruption and opening stops, unless the caller asked to salvage.
-    private static func handleBadFrame(at position: UInt64, reason: String, fileSize: UInt64, store: PageStore, options: Database.Options) throws {
-        guard let later = try findCommitFrame(after: position, fileSize: fileSize, store: store) else { return }
-        if options.recovery == .truncateAtFirstBadFrame { return }
+    /// Returns true when valid commits follow and the caller asked to salvage.
+    private static func handleBadFrame(at position: UInt64, reason: String, fileSize: UInt64, store: PageStore, options: Database.Options) throws -> Bool {
+        guard let later = try findCommitFrame(after: position, fileSize: fileSize, store: store) else { return false }
+        if options.recovery == .truncateAtFirstBadFrame { return true }
         throw StrataError.corruption(
             path: store.path, offset: position,
             reason: "\(reason); valid commits follow at offset \(later), so this is damage, not an interrupted write. "

@@ -23,6 +23,12 @@ public struct Statistics: Sendable, Equatable {
     public var cacheMisses: UInt64
     public var cacheBytes: Int
     public var cachedPages: Int
+    /// Where a salvaging open (`RecoveryMode.truncateAtFirstBadFrame`) cut the file:
+    /// damage there and the valid commits after it were dropped. Nil when nothing was.
+    public var salvagedFromOffset: UInt64?
+    /// Automatic checkpoints that failed after their commit had succeeded (each poisons
+    /// the handle and is logged).
+    public var failedAutomaticCheckpoints: UInt64
     /// True after a failed write or sync: the handle refuses writes until reopened.
     public var isPoisoned: Bool
     public var trees: [Tree]
@@ -100,6 +106,7 @@ extension Database {
             logBytesSinceCheckpoint: writer.logBytes, bytesReadAtOpen: openReport.bytesRead,
             commitsReplayedAtOpen: openReport.replayedCommits, tornBytesDroppedAtOpen: openReport.tornBytes,
             cacheHits: cache.hits, cacheMisses: cache.misses, cacheBytes: cache.bytes, cachedPages: cache.pages,
+            salvagedFromOffset: openReport.salvagedFrom, failedAutomaticCheckpoints: writer.failedCheckpoints,
             isPoisoned: writer.poisoned,
             trees: snapshot.treeNames.map { Statistics.Tree(name: $0, entryCount: Int(snapshot.trees[$0]!.entryCount)) })
     }

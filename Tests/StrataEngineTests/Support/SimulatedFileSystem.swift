@@ -36,6 +36,8 @@ final class SimulatedFileSystem: FileSystem, @unchecked Sendable {
     private(set) var hasCrashed = false
     /// Fails the next operation of a kind with an errno, once.
     var nextFault: Fault?
+    /// Operations of `nextFault`'s kind to let through before it fires.
+    var nextFaultSkipping = 0
 
     static let crashErrno: Int32 = EIO
 
@@ -56,6 +58,10 @@ final class SimulatedFileSystem: FileSystem, @unchecked Sendable {
             }
             if hasCrashed { throw StrataError.io(operation: "simulated crash", path: path, errno: Self.crashErrno) }
             if let fault = nextFault, fault.operation == operation {
+                if nextFaultSkipping > 0 {
+                    nextFaultSkipping -= 1
+                    return
+                }
                 nextFault = nil
                 throw StrataError.io(operation: "injected \(operation)", path: path, errno: fault.errno)
             }
