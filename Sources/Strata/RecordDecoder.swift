@@ -105,35 +105,40 @@ final class DecodingContext {
         return high & 0x8080_8080_8080_8080 == 0
     }
 
-    /// The position just past the value starting at `position`.
-    func skip(at position: Int) throws -> Int {
+    /// The position just past the value starting at `position`; every returned position
+    /// lies within the buffer, so callers may read the skipped bytes.
+    func skip(at position: Int, depth: Int = 0) throws -> Int {
         var p = position + 1
+        func fixedEnd(_ size: Int) throws -> Int {
+            guard p + size <= buffer.count else { throw corrupt("value runs past the end") }
+            return p + size
+        }
         switch try tag(at: position) {
         case .null: return p
-        case .bool: return p + 1
+        case .bool: return try fixedEnd(1)
         case .int, .uint: _ = try varint(at: &p); return p
-        case .double, .date, .referenceDate: return p + 8
-        case .float: return p + 4
-        case .uuid: return p + 16
+        case .double, .date, .referenceDate: return try fixedEnd(8)
+        case .float: return try fixedEnd(4)
+        case .uuid: return try fixedEnd(16)
         case .string, .bytes, .url, .decimal: return try lengthPrefixed(at: p).end
-        case .keyed:
+        case .keyed, .unkeyed, .map:
+            try checkDepth(depth + 1)
+            let tag = try tag(at: position)
             let count = try varint(at: &p)
             for _ in 0 ..< count {
-                _ = try varint(at: &p)
-                p = try skip(at: p)
+                if tag == .keyed { _ = try varint(at: &p) }
+                if tag == .map { p = try lengthPrefixed(at: p).end }
+                p = try skip(at: p, depth: depth + 1)
             }
             return p
-        case .unkeyed:
-            let count = try varint(at: &p)
-            for _ in 0 ..< count { p = try skip(at: p) }
-            return p
-        case .map:
-            let count = try varint(at: &p)
-            for _ in 0 ..< count {
-                p = try lengthPrefixed(at: p).end
-                p = try skip(at: p)
-            }
-            return p
+        }
+    }
+
+    /// Throws when containers nest deeper than `RecordLimits.maxNestingDepth`.
+    @inline(__always)
+    func checkDepth(_ depth: Int) throws {
+        guard depth <= RecordLimits.maxNestingDepth else {
+            throw corrupt("containers nest deeper than \(RecordLimits.maxNestingDepth) levels")
         }
     }
 
@@ -242,7 +247,9 @@ final class DecodingContext {
             guard let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else { throw corrupt("'\(text)' is not a Decimal") }
             return decimal as! T
         case nil:
-            return try T(from: ValueDecoder(context: self, position: position, parent: parent, key: key))
+            let decoder = ValueDecoder(context: self, position: position, parent: parent, key: key)
+            try checkDepth(decoder.depth)
+            return try T(from: decoder)
         }
     }
 
@@ -278,6 +285,8 @@ final class ValueDecoder: Decoder, CodingPathNode {
     let position: Int?
     let parent: ValueDecoder?
     let key: CodingKey?
+    /// Decoders from the record's root to this one.
+    let depth: Int
     /// The index of the field a keyed container expects to be asked for next.
     @exclusivity(unchecked) var nextField = 0
 
@@ -286,6 +295,7 @@ final class ValueDecoder: Decoder, CodingPathNode {
         self.position = position
         self.parent = parent
         self.key = key
+        self.depth = (parent?.depth ?? 0) + 1
     }
 
     var userInfo: [CodingUserInfoKey: Any] { [:] }

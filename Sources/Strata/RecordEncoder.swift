@@ -97,6 +97,9 @@ final class EncodingContext {
         if type == URL.self { segment.tag(.url); return segment.string((value as! URL).absoluteString) }
         if type == Decimal.self { segment.tag(.decimal); return segment.string((value as! Decimal).description) }
         let encoder = ValueEncoder(context: self, segment: segment, parent: parent, key: key)
+        guard encoder.depth <= RecordLimits.maxNestingDepth else {
+            throw RecordError.unencodable(collection: collection, reason: "the value at \(encoder.codingPath.map(\.stringValue).joined(separator: ".")) nests deeper than \(RecordLimits.maxNestingDepth) levels, more than a record may hold")
+        }
         try value.encode(to: encoder)
         encoder.finish()
     }
@@ -176,6 +179,8 @@ final class ValueEncoder: Encoder, CodingPathNode {
     let segment: Segment
     let parent: ValueEncoder?
     let key: CodingKey?
+    /// Encoders from the record's root to this one.
+    let depth: Int
     @exclusivity(unchecked) private(set) var container = Container.none
     @exclusivity(unchecked) private var countPosition = 0
     @exclusivity(unchecked) var count = 0
@@ -187,6 +192,7 @@ final class ValueEncoder: Encoder, CodingPathNode {
         self.segment = segment
         self.parent = parent
         self.key = key
+        self.depth = (parent?.depth ?? 0) + 1
     }
 
     var userInfo: [CodingUserInfoKey: Any] { [:] }

@@ -1,6 +1,14 @@
 import Foundation
 import StrataEngine
 
+/// Bounds every record reader enforces and every writer keeps (FORMAT.md, "Records").
+public enum RecordLimits {
+    /// How deeply containers (structs, arrays, dictionaries) may nest in one record. The
+    /// encoder refuses deeper values and the decoders report deeper bytes as corrupt, so a
+    /// crafted record cannot exhaust the stack.
+    public static let maxNestingDepth = 128
+}
+
 /// Type tags of the binary record format (FORMAT.md, "Records"). A record is one value;
 /// models encode as a keyed value whose field names are interned in the collection's
 /// field table, so names are stored once per collection, not per record.

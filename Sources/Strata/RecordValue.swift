@@ -34,13 +34,13 @@ public indirect enum RecordValue: Sendable, Equatable {
         try bytes.withUnsafeBytes { buffer in
             let context = DecodingContext(buffer: buffer, fields: fields, collection: collection)
             var position = 0
-            let value = try read(context, &position)
+            let value = try read(context, &position, depth: 0)
             guard position == buffer.count else { throw context.corrupt("\(buffer.count - position) bytes after the record") }
             return value
         }
     }
 
-    private static func read(_ c: DecodingContext, _ p: inout Int) throws -> RecordValue {
+    private static func read(_ c: DecodingContext, _ p: inout Int, depth: Int) throws -> RecordValue {
         let tag = try c.tag(at: p)
         let start = p
         p += 1
@@ -77,6 +77,7 @@ public indirect enum RecordValue: Sendable, Equatable {
             p = end
             return .bytes(Data(bytes))
         case .keyed:
+            try c.checkDepth(depth + 1)
             let count = try c.varint(at: &p)
             var fields: [Field] = []
             for _ in 0 ..< count {
@@ -84,21 +85,23 @@ public indirect enum RecordValue: Sendable, Equatable {
                 guard let name = c.fields.name(of: UInt32(truncatingIfNeeded: id)) else {
                     throw c.corrupt("field id \(id) is not in the collection's field table")
                 }
-                fields.append(Field(name: name, value: try read(c, &p)))
+                fields.append(Field(name: name, value: try read(c, &p, depth: depth + 1)))
             }
             return .object(fields)
         case .unkeyed:
+            try c.checkDepth(depth + 1)
             let count = try c.varint(at: &p)
             var elements: [RecordValue] = []
-            for _ in 0 ..< count { elements.append(try read(c, &p)) }
+            for _ in 0 ..< count { elements.append(try read(c, &p, depth: depth + 1)) }
             return .array(elements)
         case .map:
+            try c.checkDepth(depth + 1)
             let count = try c.varint(at: &p)
             var entries: [Field] = []
             for _ in 0 ..< count {
                 let (key, end) = try c.string(at: p)
                 p = end
-                entries.append(Field(name: key, value: try read(c, &p)))
+                entries.append(Field(name: key, value: try read(c, &p, depth: depth + 1)))
             }
             return .map(entries)
         }
