@@ -131,7 +131,14 @@ public struct CollectionInspector {
     /// fields give the entry's key, and each record has its entries. Returns the faults.
     public func verifyIndexes() throws -> [String] {
         var faults: [String] = []
-        for name in try names() {
+        let collections: [String]
+        do {
+            collections = try names()
+        } catch {
+            // A damaged catalog is a finding of its own; the engine's checks name its offset.
+            return ["the catalog does not read, so no index was checked: \(error)"]
+        }
+        for name in collections {
             do {
                 try verifyIndexes(of: name, into: &faults)
             } catch {

@@ -109,7 +109,7 @@ enum Recovery {
             switch frame.header.type {
             case .log:
                 let payload = try Frame.payload(of: frame.bytes, header: frame.header, offset: position, salt: header.salt, context: context)
-                let batch = try LogBatchReader.read(payload, context: context) { try changes.apply($0) }
+                let batch = try replay(payload, into: &changes, context: context)
                 guard batch.sequence == state.sequence + 1 || !sequenceKnown && state.sequence == 0 else {
                     throw context.error("commit sequence \(batch.sequence) does not follow \(state.sequence)")
                 }
@@ -133,6 +133,22 @@ enum Recovery {
         state.trees = changes.trees
         state.end = position
         return state
+    }
+
+    /// Applies one commit. A checksum-valid frame whose operations do not apply to the
+    /// state before it (a put into a tree that does not exist, an oversized key) was not
+    /// written by Strata: that is corruption at the frame, not an API error.
+    private static func replay(_ payload: [UInt8], into changes: inout TreeChanges, context: CorruptionContext) throws -> LogBatchHeader {
+        do {
+            return try LogBatchReader.read(payload, context: context) { try changes.apply($0) }
+        } catch let error as StrataError {
+            switch error {
+            case .treeNotFound, .treeAlreadyExists, .invalidTreeName, .keyTooLarge, .emptyKey, .valueTooLarge:
+                throw context.error("commit does not apply to the state before it: \(error)")
+            default:
+                throw error
+            }
+        }
     }
 
     private static func adopt(_ record: CheckpointRecord, at address: FrameAddress, into state: inout RecoveredState) throws {

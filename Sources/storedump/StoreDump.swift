@@ -13,6 +13,22 @@ struct StoreDump: ParsableCommand {
         abstract: "Inspect, verify and compact Strata database files.",
         discussion: "Every subcommand is read-only except compact. Add --json for machine-readable output.",
         subcommands: [Info.self, Collections.self, Frames.self, Tree.self, Dump.self, Get.self, Find.self, Verify.self, Stats.self, Compact.self])
+
+    /// Parses and runs as ArgumentParser does, except that a command-line mistake prints one
+    /// line naming it (not the whole help) and exits 2, like every other error storedump
+    /// reports. `--help` and the subcommands' own exit codes are unchanged.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            if error is ExitCode || exitCode(for: error) == .success { exit(withError: error) }
+            var message = String(fullMessage(for: error).split(separator: "\n").first ?? "invalid command line")
+            if message.hasPrefix("Error: ") { message.removeFirst("Error: ".count) }
+            Output.error("\(message) (run 'storedump --help' for usage)")
+            Foundation.exit(2)
+        }
+    }
 }
 
 struct FileOptions: ParsableArguments {
@@ -23,7 +39,9 @@ struct FileOptions: ParsableArguments {
     var json = false
 
     func inspector() throws -> Inspector {
-        guard FileManager.default.fileExists(atPath: file) else { throw StoreDumpError("no such file: \(file)") }
+        // Only a missing file is "no such file"; any other reason it cannot be opened
+        // (permissions, a path through a plain file) comes from the open, naming the file.
+        if access(file, F_OK) != 0, errno == ENOENT { throw StoreDumpError("no such file: \(file)") }
         return try Inspector(path: file)
     }
 }
@@ -286,8 +304,13 @@ struct Verify: ParsableCommand {
             }
             var faults = try inspector.verify(quick: quick) { Output.progress("verifying", $0, $1) }
             if !quick {
-                faults += try CollectionInspector(snapshot: inspector.database.snapshot()).verifyIndexes()
-                    .map { Inspector.Fault(severity: .error, offset: 0, message: $0) }
+                do {
+                    faults += try CollectionInspector(snapshot: inspector.database.snapshot()).verifyIndexes()
+                        .map { Inspector.Fault(severity: .error, offset: 0, message: $0) }
+                } catch {
+                    // Faults found so far are reported with the one that stopped the index checks.
+                    faults.append(Inspector.Fault(severity: .error, offset: 0, message: "indexes not checked: \(error)"))
+                }
             }
             clean = !faults.contains { $0.severity == .error }
             if options.json { return try Output.json(Report(clean: clean, faults: faults)) }

@@ -10,7 +10,9 @@ struct StoredumpRun {
     var status: Int32
 }
 
-func storedump(_ arguments: String...) throws -> StoredumpRun {
+func storedump(_ arguments: String...) throws -> StoredumpRun { try storedump(arguments) }
+
+func storedump(_ arguments: [String]) throws -> StoredumpRun {
     let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("storedump")
     let process = Process()
     process.executableURL = executable
@@ -251,6 +253,41 @@ struct StoredumpTests {
         let foreign = try storedump("info", text)
         #expect(foreign.status == 2 && foreign.errors.contains("is not a Strata database"))
         #expect(!foreign.errors.contains("\n\n"))
+    }
+
+    @Test("command-line mistakes are one line naming the problem, exit status 2", arguments: [["verify"], ["frobnicate", "x.strata"], ["find", "x.strata"], ["info", "--no-such-flag", "x.strata"]])
+    func usageErrors(arguments: [String]) throws {
+        let run = try storedump(arguments)
+        #expect(run.status == 2)
+        #expect(run.errors.hasPrefix("storedump: ") && run.errors.filter { $0 == "\n" }.count == 1, "\(run.errors)")
+        #expect(run.errors.contains("storedump --help"))
+        #expect(run.output.isEmpty)
+    }
+
+    @Test("--help still prints the help and exits 0")
+    func helpStillWorks() throws {
+        let run = try storedump(["verify", "--help"])
+        #expect(run.status == 0 && run.output.contains("USAGE"))
+    }
+
+    @Test("verify lists every fault and exits 1 when the catalog page is damaged")
+    func damagedCatalogPage() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        // The page frames holding the catalog's one entry, keyed by the collection's name.
+        let catalogPages = try frames(path).filter { $0["type"] as? String == "page" }.compactMap { frame -> UInt64? in
+            let offset = (frame["offset"] as! NSNumber).uint64Value
+            let page = try storedump(["tree", path, "--page", String(offset), "--json"])
+            let info = try JSONSerialization.jsonObject(with: Data(page.output.utf8)) as? [String: Any]
+            let keys = (info?["entries"] as? [[String: Any]] ?? []).compactMap { $0["key"] as? String }
+            return keys.contains("(\"Book\")") ? offset : nil
+        }
+        #expect(!catalogPages.isEmpty)
+        for offset in catalogPages { try flipByte(path, at: offset + 30) }
+        let run = try storedump(["verify", path])
+        #expect(run.status == 1, "\(run.errors)")
+        #expect(run.output.contains("checksum"), "\(run.output)")
+        #expect(run.output.contains("faults"), "\(run.output)")
     }
 }
 

@@ -61,6 +61,33 @@ struct HostileInputTests {
         }
     }
 
+    @Test("a checksum-valid commit that does not apply (a put into a missing tree) is corruption at its offset, not treeNotFound")
+    func inconsistentLogFrame() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        var options = smallOptions()
+        options.checkpointOnClose = false
+        let db = try Database(path: path, options: options)
+        try db.write { try $0.createTree("t") }
+        let salt = try db.snapshot().store.salt
+        let end = db.writerCounters().end
+        try db.close()
+        var batch = LogBatchWriter()
+        [UInt8]([1]).withUnsafeBytes { value in Key(1).bytes.withUnsafeBytes { batch.put(tree: "no such tree", key: $0, value: value) } }
+        let frame = Frame.encode(.log, payload: batch.payload(sequence: 2, timeMilliseconds: 0), offset: end, salt: salt, compress: false)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.seek(toOffset: end)
+        handle.write(Data(frame))
+        try handle.close()
+        #expect {
+            try Database(path: path)
+        } throws: { error in
+            guard case StrataError.corruption(_, end, let reason) = error else { return false }
+            return reason.contains("does not apply") && reason.contains("no such tree")
+        }
+    }
+
     @Test("a write started inside a write on the same thread throws nestedTransaction instead of deadlocking")
     func nestedWriteIsRefused() throws {
         let directory = TemporaryDirectory()
