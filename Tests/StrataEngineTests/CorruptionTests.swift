@@ -89,6 +89,7 @@ struct CorruptionTests {
                 outcomes["header", default: 0] += 1
             }
         }
+        reportFigure("byte flips: \(samples) tried; " + outcomes.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + "; none read wrong data")
         #expect(outcomes["corruption", default: 0] > samples / 4)
         #expect(outcomes.values.reduce(0, +) == samples)
     }

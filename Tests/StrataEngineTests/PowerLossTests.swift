@@ -68,6 +68,7 @@ struct PowerLossTests {
                 #expect(try NumberedWorkload.content(of: again) == states[next], "point \(point)")
             }
         }
+        reportFigure("power loss: \(points) crash points (unsynced writes dropped, torn or garbled); \(outcomes[0]) reopened to exactly the acknowledged commits, \(outcomes[1]) with the in-flight commit too; none lost one")
         #expect(outcomes[0] + outcomes[1] == points)
         #expect(outcomes[1] > 0, "some crashes should land after an unacknowledged write")
     }

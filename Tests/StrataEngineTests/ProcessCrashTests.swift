@@ -55,6 +55,7 @@ struct ProcessCrashTests {
             acknowledgedTotal += acknowledged - previous
             previous = present
         }
+        reportFigure("kill -9: \(TestScale.crashCycles) cycles, \(acknowledgedTotal) acknowledged commits, every one present after reopen")
         #expect(acknowledgedTotal > TestScale.crashCycles, "the children should commit between kills")
     }
 
@@ -133,6 +134,7 @@ struct CompactionRaceTests {
             try acknowledged.filter { id, n in try snapshot.get(Key(id, n).bytes, in: "writers") == nil }
         }
         #expect(lost.isEmpty, "\(lost.count) of \(acknowledged.count) acknowledged commits are missing: \(lost.prefix(10))")
+        reportFigure("compaction race: 3 writer processes and 1 compacting process for \(seconds) s; \(compactorOutput.trimmingCharacters(in: .whitespacesAndNewlines)), \(acknowledged.count) acknowledged commits, \(lost.count) lost")
         #expect(try db.snapshot().count(in: "writers") == 2000 + acknowledged.count)
     }
 }

@@ -31,6 +31,10 @@ enum TestScale {
     static var bigTreeKeys: Int { value("STRATA_BIG_TREE_KEYS", ci: 1_000_000, stress: 5_000_000) }
 }
 
+/// Prints one line of the figures README's "How Strata is tested" quotes, found in the
+/// test log by its `figure:` prefix.
+func reportFigure(_ line: String) { print("figure: " + line) }
+
 /// A fresh directory under the system temporary directory, removed by `remove()`.
 struct TemporaryDirectory {
     let path: String
