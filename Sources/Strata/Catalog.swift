@@ -19,6 +19,9 @@ struct CatalogEntry: Codable, Sendable, Equatable {
     var indexes: [Index]
     /// The next auto-assigned id, for auto-incrementing schemas.
     var nextID: Int64?
+    /// The stored type of each top-level field written so far. Absent in files written
+    /// before types were recorded: opening for writing fills it in from a stored record.
+    var types: [String: StoredType]?
 
     static let tree = "strata.catalog"
     static func recordsTree(_ collection: String) -> String { "c:" + collection }
@@ -47,10 +50,14 @@ struct CatalogEntry: Codable, Sendable, Equatable {
 struct CollectionState: Sendable {
     var entry: CatalogEntry
     var fields: FieldTable
+    /// `entry.types` by field id, so the write path checks a record's types without
+    /// hashing field names; rebuilt when fields or types change.
+    private(set) var typesByID: [StoredType?] = []
 
     init(_ entry: CatalogEntry) {
         self.entry = entry
         self.fields = FieldTable(names: entry.fields)
+        indexTypes()
     }
 
     /// The entry with the current field table.
@@ -58,5 +65,21 @@ struct CollectionState: Sendable {
         var e = entry
         e.fields = fields.names
         return e
+    }
+
+    /// The stored type recorded for field `id`, or nil when none is yet.
+    func storedType(ofField id: UInt32) -> StoredType? {
+        if Int(id) < typesByID.count { return typesByID[Int(id)] }
+        return fields.name(of: id).flatMap { entry.types?[$0] }
+    }
+
+    /// Records the stored types of fields first written now.
+    mutating func learn(_ types: [(name: String, type: StoredType)]) {
+        for (name, type) in types { entry.types = (entry.types ?? [:]).merging([name: type]) { old, _ in old } }
+        indexTypes()
+    }
+
+    private mutating func indexTypes() {
+        typesByID = fields.names.map { entry.types?[$0] }
     }
 }

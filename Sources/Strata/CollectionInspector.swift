@@ -26,6 +26,9 @@ public struct CollectionInspector {
         /// Each top-level field's stored type, read from the first record ("absent" when
         /// that record lacks the field).
         public var fieldTypes: [String: String]
+        /// Each top-level field's type as the catalog records and enforces it (`StoredType`
+        /// names); nil for files written before the catalog recorded types.
+        public var storedTypes: [String: String]?
         public var indexes: [Index]
         public var modelType: String
         public var nextID: Int64?
@@ -77,7 +80,7 @@ public struct CollectionInspector {
         }
         return Collection(
             name: name, records: try snapshot.count(in: entry.recordsTree), primaryKey: entry.primaryKey, primaryKeyTypes: keyTypes,
-            fields: entry.fields, fieldTypes: fieldTypes,
+            fields: entry.fields, fieldTypes: fieldTypes, storedTypes: entry.types?.mapValues(\.rawValue),
             indexes: try entry.indexes.map { .init(name: $0.name, fields: $0.fields, unique: $0.unique, entries: try snapshot.count(in: entry.indexTree($0.name))) },
             modelType: entry.modelType, nextID: entry.nextID)
     }
@@ -153,7 +156,8 @@ public struct CollectionInspector {
     private func verifyIndexes(of name: String, into faults: inout [String]) throws {
         let entry = try entry(name)
         let fields = FieldTable(names: entry.fields)
-        for index in entry.indexes {
+        // An index on a computed value (`@name`) can only be recomputed by its model.
+        for index in entry.indexes where !index.fields.contains(where: { $0.hasPrefix("@") }) {
             let tree = entry.indexTree(index.name)
             guard snapshot.hasTree(tree) else {
                 faults.append("collection '\(name)': index '\(index.name)' is in the catalog but its tree is missing")

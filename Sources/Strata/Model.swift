@@ -63,16 +63,47 @@ public struct FieldPath<M>: @unchecked Sendable, Hashable, CustomStringConvertib
         return description.hasPrefix(prefix) ? String(description.dropFirst(prefix.count)) : description
     }
 
+    /// Whether the key path reaches a computed property rather than a stored field: Swift
+    /// names those by an address that changes from one launch to the next, so they are
+    /// stored under their index's explicit name instead (`IndexDefinition`).
+    public var isComputed: Bool { name.hasPrefix("<computed") }
+
     public var description: String { name }
     public static func == (a: Self, b: Self) -> Bool { a.keyPath == b.keyPath }
     public func hash(into hasher: inout Hasher) { hasher.combine(keyPath) }
 }
 
 /// A secondary index over one field or a tuple of fields; unique or not.
+///
+/// An index on a computed property needs an explicit `name:`, which is what the file
+/// records for it (Swift names a computed key path by an address that changes on every
+/// launch):
+///
+/// ```swift
+/// .index(\.fullName, name: "fullName")   // fullName is `var fullName: String { first + " " + last }`
+/// ```
 public struct IndexDefinition<M>: Sendable, Equatable {
     public let name: String
     public let fields: [FieldPath<M>]
     public let isUnique: Bool
+    /// Whether `name` was given rather than derived from the fields.
+    let hasExplicitName: Bool
+
+    /// The fields as the catalog records them: a stored field by its property path, a
+    /// computed one as `@` + the index name (with `.N` for its position when the index
+    /// has several fields), which stays the same across launches.
+    var storedFieldNames: [String] {
+        fields.enumerated().map { position, field in
+            guard field.isComputed else { return field.name }
+            return "@" + name + (fields.count > 1 ? ".\(position)" : "")
+        }
+    }
+
+    /// Why this index cannot be stored, or nil when it can.
+    var unstableNameProblem: String? {
+        guard fields.contains(where: \.isComputed), !hasExplicitName else { return nil }
+        return "index '\(name)' is on a computed property, which Swift names differently on every launch; give it a stable name: .index(\\.property, name: \"…\")"
+    }
 
     /// An index on one or more fields, e.g. `.index(\.age)` or `.index(\.lastName, \.firstName)`.
     public static func index<each V: KeyComponent>(_ keyPath: repeat KeyPath<M, each V>, name: String? = nil) -> Self {
@@ -89,7 +120,7 @@ public struct IndexDefinition<M>: Sendable, Equatable {
         for path in repeat each keyPath { fields.append(FieldPath(path)) }
         // A closure, not `\.name`: a key-path literal in a parameter-pack generic context
         // fails to demangle at run time (Swift 6.3).
-        return IndexDefinition(name: name ?? fields.map { $0.name }.joined(separator: "+"), fields: fields, isUnique: unique)
+        return IndexDefinition(name: name ?? fields.map { $0.name }.joined(separator: "+"), fields: fields, isUnique: unique, hasExplicitName: name != nil)
     }
 
     /// The index key of `model`: its field values, in order.

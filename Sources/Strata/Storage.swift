@@ -65,6 +65,8 @@ public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
     case transactionAborted(collection: String, index: String, value: String)
     /// No collection of this name exists in the file.
     case collectionNotFound(String, existing: [String])
+    /// No index of this name exists in the collection.
+    case indexNotFound(collection: String, index: String, existing: [String])
     /// `write` was called inside a `write` of the same storage on the same thread. Nested
     /// writes are refused rather than run in the enclosing transaction, because the outer
     /// one could still roll back what the inner one reported as written.
@@ -76,6 +78,8 @@ public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
         case .uniqueViolation(let c, let i, let v): "collection '\(c)': unique index '\(i)' already holds \(v); the transaction is rolled back"
         case .schemaMismatch(let c, let reason): "collection '\(c)': \(reason)"
         case .transactionAborted(let c, let i, let v): "the transaction was aborted by a unique violation (collection '\(c)', index '\(i)', value \(v)) and cannot commit"
+        case .indexNotFound(let c, let i, let existing):
+            "collection '\(c)' has no index '\(i)'" + (existing.isEmpty ? "; it has none" : "; it has \(existing.joined(separator: ", "))")
         case .nestedTransaction:
             "a write transaction of this storage is already open on this thread; use the writer it gave you instead of calling write again (a nested write would wait for itself forever)"
         case .collectionNotFound(let name, let existing):

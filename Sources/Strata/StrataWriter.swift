@@ -8,6 +8,9 @@ final class StrataWriter: CollectionReading, StorageWriter {
     /// Collections touched by this transaction, with their (possibly changed) catalog.
     private var states: [String: CollectionState] = [:]
     private var changedCatalog: Set<String> = []
+    /// Per model type: the collection's indexes it does not declare. They stay, and this
+    /// transaction maintains them from the stored values (the catalog is the truth).
+    private var undeclaredIndexes: [ObjectIdentifier: [CatalogEntry.Index]] = [:]
     /// Set by a unique violation: the transaction can no longer commit.
     private var abortedBy: StorageError?
 
@@ -32,35 +35,48 @@ final class StrataWriter: CollectionReading, StorageWriter {
 
     // MARK: Schema
 
-    /// Creates the collection on first use and brings its indexes in line with the model:
-    /// new indexes are built from the existing records, dropped ones are removed.
+    /// Creates the collection on first use and checks the model against its catalog. The
+    /// catalog is the truth: an index the model declares is built when missing and must match
+    /// the stored definition; an index it does not declare stays and is maintained (only
+    /// `StrataStorage.dropIndex` removes one); field types are checked on every write.
     @discardableResult
     private func prepare<M: Model>(_ type: M.Type) throws -> CollectionState {
         let name = M.collectionName
-        if let state = states[name] { return state }
+        if let state = states[name], undeclaredIndexes[ObjectIdentifier(M.self)] != nil { return state }
         guard !name.isEmpty, name.utf8.count <= 120, !name.contains(":") else {
             throw StorageError.schemaMismatch(collection: name, reason: "collection names are 1 to 120 bytes without ':'")
         }
+        if let problem = M.schema.indexes.lazy.compactMap(\.unstableNameProblem).first {
+            throw StorageError.schemaMismatch(collection: name, reason: problem)
+        }
         let primaryKey = M.schema.primaryKey.map(\.name)
         var state: CollectionState
-        if let existing = try storage.collectionForWriting(name, in: transaction) {
+        if let known = states[name] {
+            state = known
+        } else if let existing = try storage.collectionForWriting(name, in: transaction) {
             state = existing
-            guard state.entry.primaryKey == primaryKey else {
-                throw StorageError.schemaMismatch(collection: name, reason: "the primary key changed from \(state.entry.primaryKey) to \(primaryKey); copy the records into a new collection")
-            }
+            if state.entry.types == nil { try learnTypesFromFirstRecord(&state) }
         } else {
             try transaction.createTree(CatalogEntry.tree, ifNotExists: true)
             try transaction.createTree(CatalogEntry.recordsTree(name), ifNotExists: true)
             state = CollectionState(CatalogEntry(
                 collection: name, modelType: String(reflecting: M.self), fields: [], primaryKey: primaryKey, indexes: [],
-                nextID: M.schema.autoIncrement == nil ? nil : 1))
+                nextID: M.schema.autoIncrement == nil ? nil : 1, types: [:]))
             changedCatalog.insert(name)
         }
-        let declared = M.schema.indexes.map { CatalogEntry.Index(name: $0.name, fields: $0.fields.map(\.name), unique: $0.isUnique) }
-        for stored in state.entry.indexes where !declared.contains(stored) {
-            try transaction.dropTree(state.entry.indexTree(stored.name))
-            state.entry.indexes.removeAll { $0 == stored }
-            changedCatalog.insert(name)
+        guard state.entry.primaryKey == primaryKey else {
+            throw StorageError.schemaMismatch(collection: name, reason: "the primary key changed from \(state.entry.primaryKey) to \(primaryKey); copy the records into a new collection")
+        }
+        let declared = M.schema.indexes.map { CatalogEntry.Index(name: $0.name, fields: $0.storedFieldNames, unique: $0.isUnique) }
+        for definition in declared {
+            guard let stored = state.entry.indexes.first(where: { $0.name == definition.name }), stored != definition else { continue }
+            throw StorageError.schemaMismatch(collection: name, reason: "index '\(definition.name)' is stored as \(Self.describe(stored)) but \(M.self) declares \(Self.describe(definition)); "
+                + "drop it first with StrataStorage.dropIndex(\"\(definition.name)\", from: \"\(name)\"), or give the new definition another name")
+        }
+        let undeclared = state.entry.indexes.filter { !declared.contains($0) }
+        if let computed = undeclared.first(where: { $0.fields.contains { $0.hasPrefix("@") } }) {
+            throw StorageError.schemaMismatch(collection: name, reason: "index '\(computed.name)' is on a computed value that \(M.self) does not declare, so \(M.self) cannot keep it up to date; "
+                + "declare it in \(M.self)'s schema, or drop it with StrataStorage.dropIndex(\"\(computed.name)\", from: \"\(name)\")")
         }
         states[name] = state
         for (index, definition) in zip(M.schema.indexes, declared) where !state.entry.indexes.contains(definition) {
@@ -73,7 +89,51 @@ final class StrataWriter: CollectionReading, StorageWriter {
             states[name] = state
             changedCatalog.insert(name)
         }
+        undeclaredIndexes[ObjectIdentifier(M.self)] = undeclared
         return state
+    }
+
+    private static func describe(_ index: CatalogEntry.Index) -> String {
+        (index.unique ? "unique " : "") + "(" + index.fields.joined(separator: ", ") + ")"
+    }
+
+    /// A file written before field types were recorded: take them from a stored record.
+    private func learnTypesFromFirstRecord(_ state: inout CollectionState) throws {
+        var learned: [(name: String, type: StoredType)] = []
+        let cursor = try transaction.cursor(state.entry.recordsTree)
+        if try cursor.first() {
+            let fields = state.fields
+            try cursor.value().withUnsafeBytes { buffer in
+                try DecodingContext(buffer: buffer, fields: fields, collection: state.entry.collection).forEachTopLevelField { id, type in
+                    if let type, let name = fields.name(of: id) { learned.append((name, type)) }
+                }
+            }
+        }
+        state.entry.types = [:]
+        state.learn(learned)
+        changedCatalog.insert(state.entry.collection)
+    }
+
+    /// Checks each top-level field of an encoded record against the type the catalog
+    /// records for it, and records the types of fields written for the first time.
+    /// - Throws: `StorageError.schemaMismatch` naming the field and both types.
+    private func checkStoredTypes<M>(_ bytes: [UInt8], of model: M.Type, state: inout CollectionState) throws {
+        var learned: [(name: String, type: StoredType)] = []
+        let current = state
+        try bytes.withUnsafeBytes { buffer in
+            try DecodingContext(buffer: buffer, fields: current.fields, collection: current.entry.collection).forEachTopLevelField { id, type in
+                guard let type else { return }  // nil fits every type: the field is optional
+                let stored = current.storedType(ofField: id)
+                if stored == type { return }
+                let field = current.fields.name(of: id) ?? "#\(id)"
+                guard let stored else { return learned.append((field, type)) }
+                throw StorageError.schemaMismatch(collection: current.entry.collection, reason: "field '\(field)' is stored as \(stored.rawValue), but \(M.self) writes \(type.rawValue); "
+                    + "a field keeps its type (README, \"Changing your models\"): write the new type under a new field name, or copy the records into a new collection")
+            }
+        }
+        guard !learned.isEmpty else { return }
+        state.learn(learned)
+        changedCatalog.insert(state.entry.collection)
     }
 
     // MARK: Index maintenance
@@ -84,10 +144,13 @@ final class StrataWriter: CollectionReading, StorageWriter {
     }
 
     private func addIndexEntry<M>(_ index: IndexDefinition<M>, of model: M, primaryKey: [UInt8], state: CollectionState) throws {
-        let tree = state.entry.indexTree(index.name)
-        let key = indexKey(index, of: model, primaryKey: primaryKey)
-        if index.isUnique, let owner = try transaction.get(key, in: tree), owner != primaryKey {
-            let violation = StorageError.uniqueViolation(collection: state.entry.collection, index: index.name, value: Key(bytes: key).description)
+        try addIndexEntry(indexKey(index, of: model, primaryKey: primaryKey), index: index.name, unique: index.isUnique, primaryKey: primaryKey, state: state)
+    }
+
+    private func addIndexEntry(_ key: [UInt8], index: String, unique: Bool, primaryKey: [UInt8], state: CollectionState) throws {
+        let tree = state.entry.indexTree(index)
+        if unique, let owner = try transaction.get(key, in: tree), owner != primaryKey {
+            let violation = StorageError.uniqueViolation(collection: state.entry.collection, index: index, value: Key(bytes: key).description)
             abortedBy = violation
             throw violation
         }
@@ -96,6 +159,34 @@ final class StrataWriter: CollectionReading, StorageWriter {
 
     private func removeIndexEntry<M>(_ index: IndexDefinition<M>, of model: M, primaryKey: [UInt8], state: CollectionState) throws {
         try transaction.delete(indexKey(index, of: model, primaryKey: primaryKey), in: state.entry.indexTree(index.name))
+    }
+
+    /// The key of an index the writing model does not declare, from the record's stored
+    /// values (as `storedump verify` checks indexes).
+    private func storedIndexKey(_ index: CatalogEntry.Index, of record: RecordValue, primaryKey: [UInt8], collection: String) throws -> [UInt8] {
+        var key = Key()
+        for field in index.fields {
+            guard (record.value(at: field) ?? .null).appendKey(to: &key) else {
+                throw StorageError.schemaMismatch(collection: collection, reason: "index '\(index.name)' covers field '\(field)', whose stored value cannot be an index key")
+            }
+        }
+        return index.unique ? key.bytes : key.bytes + primaryKey
+    }
+
+    /// Moves the entries of the indexes `M` does not declare from the old record (if any)
+    /// to the new one (if any).
+    private func maintainUndeclaredIndexes<M>(of model: M.Type, key: [UInt8], old: [UInt8]?, new: [UInt8]?, state: CollectionState) throws {
+        guard let undeclared = undeclaredIndexes[ObjectIdentifier(M.self)], !undeclared.isEmpty else { return }
+        let name = state.entry.collection
+        let oldRecord = try old.map { try RecordValue.decode($0, fields: state.fields, collection: name) }
+        let newRecord = try new.map { try RecordValue.decode($0, fields: state.fields, collection: name) }
+        for index in undeclared {
+            let oldKey = try oldRecord.map { try storedIndexKey(index, of: $0, primaryKey: key, collection: name) }
+            let newKey = try newRecord.map { try storedIndexKey(index, of: $0, primaryKey: key, collection: name) }
+            if oldKey == newKey { continue }
+            if let oldKey { try transaction.delete(oldKey, in: state.entry.indexTree(index.name)) }
+            if let newKey { try addIndexEntry(newKey, index: index.name, unique: index.unique, primaryKey: key, state: state) }
+        }
     }
 
     // MARK: Writing
@@ -145,7 +236,10 @@ final class StrataWriter: CollectionReading, StorageWriter {
         let fieldCount = state.fields.names.count
         let bytes = try RecordEncoder.encode(model, fields: &state.fields, collection: state.entry.collection)
         if state.fields.names.count != fieldCount { changedCatalog.insert(state.entry.collection) }
+        try checkStoredTypes(bytes, of: M.self, state: &state)
         states[state.entry.collection] = state
+        let oldBytes = old == nil ? nil : try transaction.get(key, in: state.entry.recordsTree)
+        try maintainUndeclaredIndexes(of: M.self, key: key, old: oldBytes, new: bytes, state: state)
         for index in M.schema.indexes {
             let newKey = indexKey(index, of: model, primaryKey: key)
             if let old {
@@ -168,6 +262,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
     private func erase<M: Model>(_ type: M.Type, key: [UInt8], state: CollectionState) throws -> Bool {
         guard let old = try CollectionAccess<M>(engine: transaction, state: state).get(key) else { return false }
         for index in M.schema.indexes { try removeIndexEntry(index, of: old, primaryKey: key, state: state) }
+        try maintainUndeclaredIndexes(of: M.self, key: key, old: try transaction.get(key, in: state.entry.recordsTree), new: nil, state: state)
         return try transaction.delete(key, in: state.entry.recordsTree)
     }
 
@@ -193,6 +288,34 @@ final class StrataWriter: CollectionReading, StorageWriter {
             try transaction.dropTree(tree)
             try transaction.createTree(tree)
         }
+    }
+
+    // MARK: Dropping an index
+
+    /// Removes an index's tree and its catalog entry.
+    func dropIndex(_ index: String, from collection: String) throws {
+        guard var state = try states[collection] ?? storage.collectionForWriting(collection, in: transaction) else {
+            throw StorageError.collectionNotFound(collection, existing: try collectionNames())
+        }
+        guard state.entry.indexes.contains(where: { $0.name == index }) else {
+            throw StorageError.indexNotFound(collection: collection, index: index, existing: state.entry.indexes.map(\.name))
+        }
+        try transaction.dropTree(state.entry.indexTree(index))
+        state.entry.indexes.removeAll { $0.name == index }
+        states[collection] = state
+        // Models prepared earlier in this transaction see the catalog anew.
+        undeclaredIndexes = [:]
+        changedCatalog.insert(collection)
+    }
+
+    private func collectionNames() throws -> [String] {
+        guard transaction.hasTree(CatalogEntry.tree) else { return [] }
+        var names: [String] = []
+        try transaction.scan(CatalogEntry.tree) { key, _ in
+            if case .string(let name)? = try Key(bytes: Array(key)).elements().first { names.append(name) }
+            return true
+        }
+        return names
     }
 
     // MARK: Commit

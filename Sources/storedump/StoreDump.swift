@@ -100,7 +100,7 @@ struct Collections: ParsableCommand {
             for c in collections {
                 print("\(c.name): \(c.records) records (\(c.modelType))")
                 print("  primary key  \(zip(c.primaryKey, c.primaryKeyTypes + Array(repeating: "?", count: c.primaryKey.count)).map { "\($0) \($1)" }.joined(separator: ", "))")
-                print("  fields       \(c.fields.map { "\($0) \(c.fieldTypes[$0] ?? "?")" }.joined(separator: ", "))")
+                print("  fields       \(c.fields.map { "\($0) \(c.storedTypes?[$0] ?? c.fieldTypes[$0] ?? "?")" }.joined(separator: ", "))")
                 for index in c.indexes {
                     print("  index        \(index.name) (\(index.fields.joined(separator: ", ")))\(index.unique ? " unique" : ""), \(index.entries) entries")
                 }

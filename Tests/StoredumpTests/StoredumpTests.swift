@@ -100,7 +100,7 @@ struct StoredumpTests {
         let run = try storedump("collections", path)
         #expect(run.output.contains("Book: 41 records"))
         #expect(run.output.contains("primary key  id int"))
-        #expect(run.output.contains("fields       id Int, title String, author String, year Int, summary String"))
+        #expect(run.output.contains("fields       id integer, title string, author string, year integer, summary string"))
         #expect(run.output.contains("index        title (title) unique, 41 entries"))
     }
 

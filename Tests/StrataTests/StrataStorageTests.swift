@@ -42,7 +42,7 @@ struct StrataStorageTests {
         static let schema = Schema<PersonWithoutIndexes>(primaryKey: \.id)
     }
 
-    @Test("adding an index to a collection with data builds it; removing it drops it")
+    @Test("adding an index to a collection with data builds it; a model without it keeps it up to date; dropIndex drops it")
     func indexBuildAndDrop() throws {
         let directory = NSTemporaryDirectory() + "strata-index-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -57,8 +57,16 @@ struct StrataStorageTests {
         #expect(try storage.explain(Person.filter(\.age == 30)).access == .indexPoints(index: "age", count: 1))
         #expect(try indexEntries(storage, "age").count == 101)
         #expect(try storage.read(Person.filter(\.age == 30)).map(\.id) == (0 ... 100).map(Person.sample).filter { $0.age == 30 }.map(\.id))
+        // A model that does not declare the index neither drops it nor lets it go stale.
         try storage.persist(PersonWithoutIndexes(id: 500, name: "x", email: "x", age: 1, score: 0, city: "y"))
+        #expect(try storage.database.snapshot().hasTree("i:people:age"))
+        #expect(try storage.read(Person.filter(\.age == 1)).map(\.id) == [500])
+        try storage.erase(PersonWithoutIndexes.self, primaryKey: Int64(500))
+        #expect(try storage.read(Person.filter(\.age == 1)).isEmpty)
+        #expect(try indexEntries(storage, "age").count == 101)
+        try storage.dropIndex("age", from: "people")
         #expect(try !storage.database.snapshot().hasTree("i:people:age"))
+        #expect(throws: StorageError.indexNotFound(collection: "people", index: "age", existing: ["email", "city+age"])) { try storage.dropIndex("age", from: "people") }
         try storage.close()
     }
 
