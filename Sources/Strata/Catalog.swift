@@ -36,6 +36,17 @@ struct CatalogEntry: Codable, Sendable, Equatable {
         return Array(try encoder.encode(self))
     }
 
+    /// The names of the collections the catalog lists, in order.
+    static func collectionNames(in reader: some TreeReading) throws -> [String] {
+        guard reader.hasTree(tree) else { return [] }
+        var names: [String] = []
+        try reader.scan(tree, in: .all, reverse: false) { key, _ in
+            if case .string(let name)? = try Key(bytes: Array(key)).elements().first { names.append(name) }
+            return true
+        }
+        return names
+    }
+
     static func load(_ collection: String, from reader: some TreeReading) throws -> CatalogEntry? {
         guard reader.hasTree(tree), let bytes = try reader.get(Key(collection).bytes, in: tree) else { return nil }
         do {

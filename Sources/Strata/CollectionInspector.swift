@@ -52,15 +52,7 @@ public struct CollectionInspector {
         return entry
     }
 
-    public func names() throws -> [String] {
-        guard snapshot.hasTree(CatalogEntry.tree) else { return [] }
-        var names: [String] = []
-        try snapshot.scan(CatalogEntry.tree) { key, _ in
-            if case .string(let name)? = try Key(bytes: Array(key)).elements().first { names.append(name) }
-            return true
-        }
-        return names
-    }
+    public func names() throws -> [String] { try CatalogEntry.collectionNames(in: snapshot) }
 
     public func collections() throws -> [Collection] {
         try names().map { try collection($0) }

@@ -295,7 +295,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
     /// Removes an index's tree and its catalog entry.
     func dropIndex(_ index: String, from collection: String) throws {
         guard var state = try states[collection] ?? storage.collectionForWriting(collection, in: transaction) else {
-            throw StorageError.collectionNotFound(collection, existing: try collectionNames())
+            throw StorageError.collectionNotFound(collection, existing: try CatalogEntry.collectionNames(in: transaction))
         }
         guard state.entry.indexes.contains(where: { $0.name == index }) else {
             throw StorageError.indexNotFound(collection: collection, index: index, existing: state.entry.indexes.map(\.name))
@@ -306,16 +306,6 @@ final class StrataWriter: CollectionReading, StorageWriter {
         // Models prepared earlier in this transaction see the catalog anew.
         undeclaredIndexes = [:]
         changedCatalog.insert(collection)
-    }
-
-    private func collectionNames() throws -> [String] {
-        guard transaction.hasTree(CatalogEntry.tree) else { return [] }
-        var names: [String] = []
-        try transaction.scan(CatalogEntry.tree) { key, _ in
-            if case .string(let name)? = try Key(bytes: Array(key)).elements().first { names.append(name) }
-            return true
-        }
-        return names
     }
 
     // MARK: Commit
