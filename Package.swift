@@ -43,7 +43,9 @@ let package = Package(
         // Child process driven by the crash and locking tests (kill -9, second writer).
         .executableTarget(name: "StrataCrashChild", dependencies: ["StrataEngine"]),
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataCrashChild"]),
-        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataConformance"]),
+        // A separately built program with its own model types, for the catalog tests.
+        .executableTarget(name: "StrataModelChild", dependencies: ["Strata"]),
+        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataConformance", "StrataModelChild"]),
         .testTarget(name: "StoredumpTests", dependencies: ["storedump", "Strata", "StrataEngine"]),
         .testTarget(name: "StrataDAOTests", dependencies: ["StrataDAO", "Strata", "StrataExamples"]),
         .testTarget(name: "StrataRepositoryTests", dependencies: ["StrataRepository", "Strata", "StrataEngine"]),

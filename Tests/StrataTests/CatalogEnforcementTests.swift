@@ -159,6 +159,34 @@ struct CatalogEnforcementTests {
         }
     }
 
+    @Test("another program with its own model type finds the computed index under the same name, writes through it, and rebuilds nothing")
+    func computedIndexAcrossProcesses() throws {
+        try Self.withStorage { storage, path in
+            try storage.persist(Person(id: 1, first: "Ada", last: "Lovelace"))
+            try storage.close()
+            func child(_ arguments: String...) throws -> String {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("StrataModelChild")
+                process.arguments = arguments
+                let pipe = Pipe()
+                process.standardOutput = pipe
+                try process.run()
+                let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                process.waitUntilExit()
+                #expect(process.terminationStatus == 0, "StrataModelChild \(arguments)")
+                return output.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            #expect(try child("find", path, "Ada Lovelace") == "1 via indexPoints(index: \"fullName\", count: 1)")
+            // A write prepares the collection: a definition that differed would be refused.
+            _ = try child("add", path, "2", "Grace", "Hopper")
+            let reopened = try StrataStorage(path: path)
+            #expect(try reopened.read(Person.filter(\.fullName == "Grace Hopper")).map(\.id) == [2])
+            let entry = try CollectionInspector(snapshot: reopened.database.snapshot()).collection("persons")
+            #expect(entry.indexes.map(\.fields) == [["@fullName"]] && entry.indexes.first?.entries == 2)
+            try reopened.close()
+        }
+    }
+
     @Test("an index on a computed property without a name is refused with the fix")
     func unnamedComputedIndexIsRefused() throws {
         try Self.withStorage { storage, _ in
