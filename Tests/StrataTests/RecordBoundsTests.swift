@@ -55,3 +55,29 @@ struct RecordBoundsTests {
 extension Array {
     func repeated(_ times: Int) -> [Element] { Array((0 ..< times).map { _ in self }.joined()) }
 }
+
+/// The bytes FORMAT.md section 15 documents for dictionaries and optionals.
+@Suite("Record bytes as documented")
+struct DocumentedRecordBytesTests {
+    struct Holder: Codable, Equatable {
+        var byInt: [Int: String]
+        var byPoint: [Point: Int]
+        var maybe: Int?
+        var list: [Int?]
+    }
+
+    struct Point: Codable, Hashable { var x: Int }
+
+    @Test("Int-keyed dictionaries are maps with string keys; other keys alternate in an array; nil fields are omitted, nil elements are tag 0")
+    func dictionariesAndOptionals() throws {
+        var fields = FieldTable()
+        let value = Holder(byInt: [1: "a"], byPoint: [Point(x: 2): 3], maybe: nil, list: [nil, 4])
+        let bytes = try RecordEncoder.encode(value, fields: &fields, collection: "c")
+        let record = try RecordValue.decode(bytes, fields: fields, collection: "c")
+        #expect(record.value(at: "byInt") == .map([.init(name: "1", value: .string("a"))]))
+        #expect(record.value(at: "byPoint") == .array([.object([.init(name: "x", value: .int(2))]), .int(3)]))
+        #expect(record.value(at: "maybe") == nil)
+        #expect(record.value(at: "list") == .array([.null, .int(4)]))
+        #expect(try RecordDecoder.decode(Holder.self, from: bytes, fields: fields, collection: "c") == value)
+    }
+}
