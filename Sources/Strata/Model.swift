@@ -106,18 +106,18 @@ public struct IndexDefinition<M>: Sendable, Equatable {
     }
 
     /// An index on one or more fields, e.g. `.index(\.age)` or `.index(\.lastName, \.firstName)`.
-    public static func index<each V: KeyComponent>(_ keyPath: repeat KeyPath<M, each V>, name: String? = nil) -> Self {
-        make(repeat each keyPath, name: name, unique: false)
+    public static func index<First: KeyComponent, each V: KeyComponent>(_ first: KeyPath<M, First>, _ rest: repeat KeyPath<M, each V>, name: String? = nil) -> Self {
+        make(first, repeat each rest, name: name, unique: false)
     }
 
     /// An index whose key (the field values together) no two records may share.
-    public static func unique<each V: KeyComponent>(_ keyPath: repeat KeyPath<M, each V>, name: String? = nil) -> Self {
-        make(repeat each keyPath, name: name, unique: true)
+    public static func unique<First: KeyComponent, each V: KeyComponent>(_ first: KeyPath<M, First>, _ rest: repeat KeyPath<M, each V>, name: String? = nil) -> Self {
+        make(first, repeat each rest, name: name, unique: true)
     }
 
-    private static func make<each V: KeyComponent>(_ keyPath: repeat KeyPath<M, each V>, name: String?, unique: Bool) -> Self {
-        var fields: [FieldPath<M>] = []
-        for path in repeat each keyPath { fields.append(FieldPath(path)) }
+    private static func make<First: KeyComponent, each V: KeyComponent>(_ first: KeyPath<M, First>, _ rest: repeat KeyPath<M, each V>, name: String?, unique: Bool) -> Self {
+        var fields: [FieldPath<M>] = [FieldPath(first)]
+        for path in repeat each rest { fields.append(FieldPath(path)) }
         // A closure, not `\.name`: a key-path literal in a parameter-pack generic context
         // fails to demangle at run time (Swift 6.3).
         return IndexDefinition(name: name ?? fields.map { $0.name }.joined(separator: "+"), fields: fields, isUnique: unique, hasExplicitName: name != nil)
@@ -138,14 +138,15 @@ public struct Schema<M: Model>: Sendable {
     public let indexes: [IndexDefinition<M>]
     let autoIncrement: AutoIncrement<M>?
 
-    /// A schema with a primary key of one or more fields.
+    /// A schema with a primary key of one or more fields (at least one: an empty primary
+    /// key does not compile).
     ///
     /// ```swift
     /// Schema<Order>(primaryKey: \.customerId, \.number, indexes: [.index(\.placedAt)])
     /// ```
-    public init<each V: KeyComponent>(primaryKey: repeat KeyPath<M, each V>, indexes: [IndexDefinition<M>] = []) {
-        var fields: [FieldPath<M>] = []
-        for path in repeat each primaryKey { fields.append(FieldPath(path)) }
+    public init<First: KeyComponent, each V: KeyComponent>(primaryKey first: KeyPath<M, First>, _ rest: repeat KeyPath<M, each V>, indexes: [IndexDefinition<M>] = []) {
+        var fields: [FieldPath<M>] = [FieldPath(first)]
+        for path in repeat each rest { fields.append(FieldPath(path)) }
         self.primaryKey = fields
         self.indexes = indexes
         self.autoIncrement = nil
