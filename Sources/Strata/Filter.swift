@@ -50,6 +50,20 @@ enum FieldBounds: Sendable, Equatable {
         }
     }
 
+    /// The keys of non-nil values: nil's key (the null tag) sorts below every value.
+    static let notNil = FieldBounds.range(lower: .included(KeyRange.afterElements(Key(Optional<Int>.none).bytes)), upper: .unbounded)
+
+    /// The keys of nil.
+    static let isNil = FieldBounds.points([Key(Optional<Int>.none).bytes])
+
+    /// These bounds without nil's key: comparisons never match nil, as in SQL.
+    var excludingNil: FieldBounds {
+        switch self {
+        case .points(let keys): return .points(keys.filter { $0 != Key(Optional<Int>.none).bytes })
+        case .range(let lower, let upper): return Planner.intersect([.range(lower: lower, upper: upper), Self.notNil]) ?? .points([])
+        }
+    }
+
     /// The keys equal to one of `values`. NaN equals nothing, so its key is left out.
     static func equal(toAnyOf values: [[UInt8]]) -> FieldBounds {
         .points(values.filter { !UnorderedKeys.isNaN($0) })
@@ -156,9 +170,19 @@ public struct Filter<M>: @unchecked Sendable {
         Filter(plan: .opaque) { $0[keyPath: keyPath] == nil }
     }
 
+    /// The optional field is nil; answered by an index on the field when there is one.
+    public static func isNil<V: KeyComponent>(_ keyPath: KeyPath<M, V?>) -> Filter {
+        Filter(plan: .field(keyPath, .isNil)) { $0[keyPath: keyPath] == nil }
+    }
+
     /// The optional field is not nil.
     public static func isNotNil<V>(_ keyPath: KeyPath<M, V?>) -> Filter {
         Filter(plan: .opaque) { $0[keyPath: keyPath] != nil }
+    }
+
+    /// The optional field is not nil; answered by an index on the field when there is one.
+    public static func isNotNil<V: KeyComponent>(_ keyPath: KeyPath<M, V?>) -> Filter {
+        Filter(plan: .field(keyPath, .notNil)) { $0[keyPath: keyPath] != nil }
     }
 
     /// A condition the planner cannot use, checked on each record.
@@ -166,18 +190,27 @@ public struct Filter<M>: @unchecked Sendable {
         Filter(plan: .opaque, evaluate: test)
     }
 
+    static func compare<V: KeyComponent & Comparable>(_ keyPath: KeyPath<M, V?>, _ op: PredicateExpressions.ComparisonOperator, _ value: V) -> Filter {
+        let bounds = FieldBounds.comparison(op, Key(value).bytes).excludingNil
+        return Filter(plan: .field(keyPath, bounds)) { model in
+            guard let field = model[keyPath: keyPath] else { return false }
+            return Self.holds(field, op, value)
+        }
+    }
+
+    private static func holds<V: Comparable>(_ field: V, _ op: PredicateExpressions.ComparisonOperator, _ value: V) -> Bool {
+        switch op {
+        case .lessThan: field < value
+        case .lessThanOrEqual: field <= value
+        case .greaterThan: field > value
+        case .greaterThanOrEqual: field >= value
+        @unknown default: false
+        }
+    }
+
     static func compare<V: KeyComponent & Comparable>(_ keyPath: KeyPath<M, V>, _ op: PredicateExpressions.ComparisonOperator, _ value: V) -> Filter {
         let bounds = FieldBounds.comparison(op, Key(value).bytes)
-        return Filter(plan: .field(keyPath, bounds)) { model in
-            let field = model[keyPath: keyPath]
-            switch op {
-            case .lessThan: return field < value
-            case .lessThanOrEqual: return field <= value
-            case .greaterThan: return field > value
-            case .greaterThanOrEqual: return field >= value
-            @unknown default: return false
-            }
-        }
+        return Filter(plan: .field(keyPath, bounds)) { Self.holds($0[keyPath: keyPath], op, value) }
     }
 }
 
@@ -188,6 +221,12 @@ public func == <M, V: KeyComponent & Equatable>(keyPath: KeyPath<M, V>, value: V
 public func != <M, V: KeyComponent & Equatable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> {
     Filter(plan: .opaque) { $0[keyPath: keyPath] != value }
 }
+
+/// Compares an optional field with a value: nil matches no comparison (as NULL in SQL).
+public func < <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V?>, value: V) -> Filter<M> { .compare(keyPath, .lessThan, value) }
+public func <= <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V?>, value: V) -> Filter<M> { .compare(keyPath, .lessThanOrEqual, value) }
+public func > <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V?>, value: V) -> Filter<M> { .compare(keyPath, .greaterThan, value) }
+public func >= <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V?>, value: V) -> Filter<M> { .compare(keyPath, .greaterThanOrEqual, value) }
 
 public func < <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> { .compare(keyPath, .lessThan, value) }
 public func <= <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> { .compare(keyPath, .lessThanOrEqual, value) }

@@ -59,6 +59,25 @@ public struct Query<M: Model>: Sendable {
         return copy
     }
 
+    /// Sorts by an optional field: nil first (as SQLite and SwiftData order NULL), then by
+    /// value; descending puts nil last.
+    ///
+    /// ```swift
+    /// Task.query().sorted(by: \.dueDate)   // dueDate: Date?
+    /// ```
+    public func sorted<V: Comparable>(by keyPath: KeyPath<M, V?> & Sendable, ascending: Bool = true) -> Query {
+        var copy = self
+        copy.sortKeys.append(SortKey(keyPath: keyPath, ascending: ascending) { a, b in
+            switch (a[keyPath: keyPath], b[keyPath: keyPath]) {
+            case (nil, nil): return .orderedSame
+            case (nil, _): return .orderedAscending
+            case (_, nil): return .orderedDescending
+            case let (x?, y?): return x < y ? .orderedAscending : x == y ? .orderedSame : .orderedDescending
+            }
+        })
+        return copy
+    }
+
     /// Sorts with Foundation's `SortDescriptor`.
     public func sorted(by descriptor: SortDescriptor<M>) -> Query {
         var copy = self

@@ -129,6 +129,26 @@ public enum StorageConformance {
                 try expect(counted == want.count, "round \(round), \(label): count \(counted), the array filter \(want.count)")
             }
         },
+        Check(name: "sorting by an optional field puts nil first ascending and last descending, like SQLite and SwiftData") { storage in
+            try storage.persist(Fixtures.users)
+            /// Nicknames in order, nil first ascending and last descending; ties by id.
+            func expected(ascending: Bool) -> [Int64] {
+                Fixtures.users.sorted { a, b in
+                    switch (a.nickname, b.nickname) {
+                    case (nil, nil): a.id < b.id
+                    case (nil, _): ascending
+                    case (_, nil): !ascending
+                    case let (x?, y?): x == y ? a.id < b.id : (x < y) == ascending
+                    }
+                }.map(\.id)
+            }
+            let ascending = try storage.read(ConformanceUser.query().sorted(by: \.nickname).sorted(by: \.id)).map(\.id)
+            try expect(ascending == expected(ascending: true), "ascending: \(ascending)")
+            let descending = try storage.read(ConformanceUser.query().sorted(by: \.nickname, ascending: false).sorted(by: \.id)).map(\.id)
+            try expect(descending == expected(ascending: false), "descending: \(descending)")
+            let firstTwo = try storage.read(ConformanceUser.query().sorted(by: \.nickname).limit(2)).map(\.nickname)
+            try expect(firstTwo == [nil, nil], "a limit keeps the nils first: \(firstTwo)")
+        },
         Check(name: "#Predicate queries match what the predicate selects from an array") { storage in
             try storage.persist(Fixtures.users)
             let predicates: [Predicate<ConformanceUser>] = [
@@ -312,7 +332,7 @@ struct ConformanceMeasure: Model, Equatable {
     var rank: Int?
 
     static let collectionName = "conformance.measures"
-    static let schema = Schema<ConformanceMeasure>(primaryKey: \.id, indexes: [.index(\.value), .index(\.label)])
+    static let schema = Schema<ConformanceMeasure>(primaryKey: \.id, indexes: [.index(\.value), .index(\.label), .index(\.rank)])
 
     static let doubles: [Double] = [.nan, -.nan, 0, -0.0, 1, -1, 0.5, .infinity, -.infinity, .greatestFiniteMagnitude, -.leastNonzeroMagnitude, 1e-300]
     static let labels = ["", "a", "A", "é", "e\u{301}", "日本", "😀", "a\u{0}b", "zz", "Z"]
@@ -324,7 +344,7 @@ struct ConformanceMeasure: Model, Equatable {
     }
 
     static func randomFilter(using rng: inout ConformanceRandom) -> (String, Filter<ConformanceMeasure>, (ConformanceMeasure) -> Bool) {
-        let d = rng.pick(doubles), e = rng.pick(doubles), s = rng.pick(labels)
+        let d = rng.pick(doubles), e = rng.pick(doubles), s = rng.pick(labels), k = Int(rng.next() % 5) - 2
         let choices: [(String, Filter<ConformanceMeasure>, (ConformanceMeasure) -> Bool)] = [
             ("value == \(d)", \.value == d, { $0.value == d }),
             ("value < \(d)", \.value < d, { $0.value < d }),
@@ -342,6 +362,12 @@ struct ConformanceMeasure: Model, Equatable {
             ("label >= \(s.debugDescription)", \.label >= s, { $0.label >= s }),
             ("label prefix \(s.debugDescription)", .hasPrefix(\.label, s), { $0.label.hasPrefix(s) }),
             ("rank is nil", .isNil(\.rank), { $0.rank == nil }),
+            ("rank is not nil", .isNotNil(\.rank), { $0.rank != nil }),
+            ("rank < \(k)", \.rank < k, { $0.rank.map { $0 < k } ?? false }),
+            ("rank <= \(k)", \.rank <= k, { $0.rank.map { $0 <= k } ?? false }),
+            ("rank > \(k)", \.rank > k, { $0.rank.map { $0 > k } ?? false }),
+            ("rank >= \(k) && value < \(d)", \.rank >= k && \.value < d, { ($0.rank.map { $0 >= k } ?? false) && $0.value < d }),
+            ("rank == nil", \.rank == nil, { $0.rank == nil }),
             ("rank is not nil && value >= \(d)", .isNotNil(\.rank) && \.value >= d, { $0.rank != nil && $0.value >= d }),
         ]
         return rng.pick(choices)

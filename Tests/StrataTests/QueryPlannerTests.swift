@@ -128,3 +128,77 @@ struct QueryPlannerTests {
         }
     }
 }
+
+/// Optional fields through an index: nil is one key (below every value), comparisons never
+/// match it, and the index walks in nil-first order.
+@Suite("Optional fields and the planner")
+struct OptionalFieldPlannerTests {
+    struct Chore: Model, Equatable {
+        var id: Int64
+        var due: Date?
+        static let collectionName = "chores"
+        static let schema = Schema<Chore>(primaryKey: \.id, indexes: [.index(\.due)])
+    }
+
+    static let now = Date(timeIntervalSinceReferenceDate: 800_000_000)
+    static let chores: [Chore] = (1 ... 40).map { (i: Int) -> Chore in
+        let due: Date? = i % 3 == 0 ? nil : now.addingTimeInterval(Double(i - 20) * 3600)
+        return Chore(id: Int64(i), due: due)
+    }
+
+    /// A storage holding `chores`, in a file removed when the storage is released.
+    final class ChoreFile {
+        let path = NSTemporaryDirectory() + "strata-optional-" + UUID().uuidString + ".strata"
+        let storage: StrataStorage
+        init() throws {
+            storage = try StrataStorage(path: path)
+            try storage.persist(OptionalFieldPlannerTests.chores)
+        }
+        deinit {
+            try? storage.close()
+            try? FileManager.default.removeItem(atPath: path)
+        }
+    }
+
+    @Test("isNil and isNotNil are answered by the index on the field")
+    func nilThroughIndex() throws {
+        let file = try ChoreFile()
+        let storage = file.storage
+        do {
+            #expect(try storage.explain(Chore.filter(.isNil(\.due))).access == .indexPoints(index: "due", count: 1))
+            #expect(try storage.explain(Chore.filter(.isNotNil(\.due))).access == .indexRange(index: "due"))
+            let nils: [Int64] = Self.chores.filter { (task: Chore) -> Bool in task.due == nil }.map(\.id)
+            #expect(try storage.read(Chore.filter(.isNil(\.due))).map(\.id) == nils)
+            #expect(try storage.count(Chore.filter(.isNotNil(\.due))) == Self.chores.count - nils.count)
+        }
+    }
+
+    @Test("comparing an optional field uses its index and never matches nil")
+    func optionalComparison() throws {
+        let file = try ChoreFile()
+        let storage = file.storage
+        do {
+            let overdue = Chore.filter(\.due < Self.now)
+            #expect(try storage.explain(overdue).access == .indexRange(index: "due"))
+            let expected: [Int64] = Self.chores.filter { (task: Chore) -> Bool in
+                guard let due = task.due else { return false }
+                return due < Self.now
+            }.map(\.id)
+            #expect(try storage.read(overdue).map(\.id) == expected)
+            #expect(try storage.count(overdue) == expected.count)
+        }
+    }
+
+    @Test("sorting by an optional indexed field with a limit walks the index, nil first")
+    func sortedByOptional() throws {
+        let file = try ChoreFile()
+        let storage = file.storage
+        do {
+            let firstFive = Chore.query().sorted(by: \.due).limit(5)
+            #expect(try storage.explain(firstFive).access == .indexOrder(index: "due", descending: false))
+            #expect(try storage.read(firstFive).map(\.due) == [nil, nil, nil, nil, nil])
+            let latest = try storage.read(Chore.query().sorted(by: \.due, ascending: false).limit(1))
+            #expect(latest.first?.id == 40)
+        }
+    }
+}
