@@ -49,6 +49,12 @@ struct CatalogEntry: Codable, Sendable, Equatable {
 
     static func load(_ collection: String, from reader: some TreeReading) throws -> CatalogEntry? {
         guard reader.hasTree(tree), let bytes = try reader.get(Key(collection).bytes, in: tree) else { return nil }
+        return try decode(bytes, collection: collection)
+    }
+
+    /// Decodes a stored entry.
+    /// - Throws: `RecordError.corruptRecord` when the bytes are not a catalog entry.
+    static func decode(_ bytes: [UInt8], collection: String) throws -> CatalogEntry {
         do {
             return try JSONDecoder().decode(CatalogEntry.self, from: Data(bytes))
         } catch {

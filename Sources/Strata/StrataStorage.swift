@@ -15,6 +15,8 @@ public final class StrataStorage: Storage {
     /// The newest catalog entry of each collection seen. Field tables only grow, so a
     /// newer table decodes records of any older snapshot.
     private let catalog = Mutex<[String: CollectionState]>([:])
+    /// The last catalog entry decoded for writing, by collection, with its stored bytes.
+    private let decodedEntries = Mutex<[String: (bytes: [UInt8], state: CollectionState)]>([:])
 
     public convenience init(path: String, options: Database.Options = Database.Options()) throws {
         try self.init(database: Database(path: path, options: options))
@@ -86,8 +88,17 @@ public final class StrataStorage: Storage {
     /// The collection as a write transaction must see it: its own catalog entry (indexes,
     /// id counter), with the largest field table known.
     func collectionForWriting(_ name: String, in transaction: WriteTransaction) throws -> CollectionState? {
-        guard transaction.hasTree(CatalogEntry.recordsTree(name)), let entry = try CatalogEntry.load(name, from: transaction) else { return nil }
-        var state = CollectionState(entry)
+        guard transaction.hasTree(CatalogEntry.recordsTree(name)), transaction.hasTree(CatalogEntry.tree),
+              let bytes = try transaction.get(Key(name).bytes, in: CatalogEntry.tree) else { return nil }
+        // Decoding the JSON entry costs more than a small write transaction: reuse the
+        // state decoded from the same bytes.
+        var state: CollectionState
+        if let decoded = decodedEntries.withLock({ $0[name] }), decoded.bytes == bytes {
+            state = decoded.state
+        } else {
+            state = CollectionState(try CatalogEntry.decode(bytes, collection: name))
+            decodedEntries.withLock { $0[name] = (bytes, state) }
+        }
         if let known = catalog.withLock({ $0[name] }), known.fields.names.count > state.fields.names.count {
             state.fields = known.fields
         }

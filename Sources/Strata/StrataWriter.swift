@@ -175,10 +175,11 @@ final class StrataWriter: CollectionReading, StorageWriter {
 
     /// Moves the entries of the indexes `M` does not declare from the old record (if any)
     /// to the new one (if any).
-    private func maintainUndeclaredIndexes<M>(of model: M.Type, key: [UInt8], old: [UInt8]?, new: [UInt8]?, state: CollectionState) throws {
+    /// `old` is read only when there are such indexes: most writers declare every index.
+    private func maintainUndeclaredIndexes<M>(of model: M.Type, key: [UInt8], old: () throws -> [UInt8]?, new: [UInt8]?, state: CollectionState) throws {
         guard let undeclared = undeclaredIndexes[ObjectIdentifier(M.self)], !undeclared.isEmpty else { return }
         let name = state.entry.collection
-        let oldRecord = try old.map { try RecordValue.decode($0, fields: state.fields, collection: name) }
+        let oldRecord = try old().map { try RecordValue.decode($0, fields: state.fields, collection: name) }
         let newRecord = try new.map { try RecordValue.decode($0, fields: state.fields, collection: name) }
         for index in undeclared {
             let oldKey = try oldRecord.map { try storedIndexKey(index, of: $0, primaryKey: key, collection: name) }
@@ -238,8 +239,8 @@ final class StrataWriter: CollectionReading, StorageWriter {
         if state.fields.names.count != fieldCount { changedCatalog.insert(state.entry.collection) }
         try checkStoredTypes(bytes, of: M.self, state: &state)
         states[state.entry.collection] = state
-        let oldBytes = old == nil ? nil : try transaction.get(key, in: state.entry.recordsTree)
-        try maintainUndeclaredIndexes(of: M.self, key: key, old: oldBytes, new: bytes, state: state)
+        let recordsTree = state.entry.recordsTree
+        try maintainUndeclaredIndexes(of: M.self, key: key, old: { old == nil ? nil : try transaction.get(key, in: recordsTree) }, new: bytes, state: state)
         for index in M.schema.indexes {
             let newKey = indexKey(index, of: model, primaryKey: key)
             if let old {
@@ -262,7 +263,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
     private func erase<M: Model>(_ type: M.Type, key: [UInt8], state: CollectionState) throws -> Bool {
         guard let old = try CollectionAccess<M>(engine: transaction, state: state).get(key) else { return false }
         for index in M.schema.indexes { try removeIndexEntry(index, of: old, primaryKey: key, state: state) }
-        try maintainUndeclaredIndexes(of: M.self, key: key, old: try transaction.get(key, in: state.entry.recordsTree), new: nil, state: state)
+        try maintainUndeclaredIndexes(of: M.self, key: key, old: { try transaction.get(key, in: state.entry.recordsTree) }, new: nil, state: state)
         return try transaction.delete(key, in: state.entry.recordsTree)
     }
 
