@@ -42,7 +42,7 @@ let package = Package(
         ]),
         // Child process driven by the crash and locking tests (kill -9, second writer).
         .executableTarget(name: "StrataCrashChild", dependencies: ["StrataEngine"]),
-        .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataCrashChild"]),
+        .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataCrashChild", .product(name: "Logging", package: "swift-log")]),
         // A separately built program with its own model types, for the catalog tests.
         .executableTarget(name: "StrataModelChild", dependencies: ["Strata"]),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataConformance", "StrataModelChild"]),

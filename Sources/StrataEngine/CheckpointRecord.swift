@@ -57,6 +57,9 @@ struct CheckpointRecord: Equatable {
             }
             guard r.isAtEnd else { throw context.error("\(r.remaining) unexpected bytes after the last tree") }
             let previous = previousOffset == 0 ? nil : FrameAddress(offset: previousOffset, length: previousLength)
+            if let previous, previous.offset < FileHeader.dataStart || previous.end > offset {
+                throw context.error("previous checkpoint \(previous) does not lie before this one")
+            }
             return CheckpointRecord(sequence: sequence, timeMilliseconds: time, previous: previous, trees: trees)
         }
     }

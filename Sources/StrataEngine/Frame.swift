@@ -29,7 +29,13 @@ public struct FrameAddress: Hashable, Sendable, CustomStringConvertible {
         self.length = length
     }
 
-    public var end: UInt64 { offset + UInt64(length) }
+    /// The offset just past the frame. Saturates at `UInt64.max` rather than trapping:
+    /// addresses are read from disk, and a crafted one near 2^64 must fail the bounds check
+    /// that compares its end (`end <= fileSize`, `end <= parent.offset`), not crash it.
+    public var end: UInt64 {
+        let (sum, overflow) = offset.addingReportingOverflow(UInt64(length))
+        return overflow ? .max : sum
+    }
     public var description: String { "\(offset)+\(length)" }
 }
 

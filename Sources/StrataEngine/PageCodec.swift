@@ -73,7 +73,7 @@ enum PageCodec {
                     let offset = try r.u64("overflow offset")
                     let length = try r.u32("overflow frame length")
                     _ = try r.u32("overflow value length")
-                    guard offset >= FileHeader.dataStart, offset + UInt64(length) <= address.offset else {
+                    guard offset >= FileHeader.dataStart, FrameAddress(offset: offset, length: length).end <= address.offset else {
                         throw context.error("overflow reference \(offset)+\(length) does not lie before its leaf")
                     }
                 case let tag:

@@ -193,3 +193,66 @@ struct HostileInputTests {
         }
     }
 }
+
+/// Addresses read from disk near 2^64: found by the `page` fuzz target (a branch naming a
+/// child at offset 0x...ff traps computing its end). Every decoder that bounds an address
+/// must fail cleanly.
+@Suite("Addresses near 2^64")
+struct OverflowingAddressTests {
+    static let context = CorruptionContext(path: "f", offset: 1 << 20, structure: "page")
+    static let near: UInt64 = .max - 7
+
+    static func isCorruption(_ error: any Error) -> Bool {
+        if case StrataError.corruption = error { return true }
+        return false
+    }
+
+    @Test("a branch whose child ends past 2^64 is corrupt")
+    func branchChild() {
+        var w = ByteWriter()
+        w.u8(PageCodec.branchKind)
+        w.varint(2)
+        for offset in [Self.near, 4096] { w.u64(offset); w.u32(100) }
+        w.lengthPrefixed([0x20, 1])
+        #expect {
+            try PageCodec.decode(w.bytes, address: FrameAddress(offset: 1 << 20, length: 200), limits: NodeLimits(pageSize: 4096), context: Self.context)
+        } throws: { Self.isCorruption($0) }
+    }
+
+    @Test("the crash input the fuzzer found is corrupt")
+    func fuzzerCrashInput() {
+        let bytes: [UInt8] = [0x02, 0x04, 0xbf, 0x37, 0x19, 0, 0, 0, 0, 0, 0x12, 0x07, 0, 0, 0x7c, 0xaf, 0x1f, 0, 0, 0, 0, 0, 0x21, 0x07, 0, 0, 0x30, 0, 0x45]
+            + [UInt8](repeating: 0xff, count: 147)
+        #expect {
+            try PageCodec.decode(bytes, address: FrameAddress(offset: 1 << 40, length: UInt32(bytes.count + 24)), limits: NodeLimits(pageSize: 4096), context: Self.context)
+        } throws: { Self.isCorruption($0) }
+    }
+
+    @Test("a leaf whose overflow value ends past 2^64 is corrupt")
+    func leafOverflow() {
+        var w = ByteWriter()
+        w.u8(LeafTag.pageKind)
+        w.lengthPrefixed(Key(1).bytes)
+        w.u8(LeafTag.overflow)
+        w.u64(Self.near)
+        w.u32(100)
+        w.u32(50)
+        #expect {
+            try PageCodec.decode(w.bytes, address: FrameAddress(offset: 1 << 20, length: 200), limits: NodeLimits(pageSize: 4096), context: Self.context)
+        } throws: { Self.isCorruption($0) }
+    }
+
+    @Test("a checkpoint whose root or previous checkpoint ends past 2^64 is corrupt", arguments: [true, false])
+    func checkpointAddresses(inRoot: Bool) {
+        let address = FrameAddress(offset: Self.near, length: 100)
+        let record = CheckpointRecord(sequence: 1, timeMilliseconds: 0, previous: inRoot ? nil : address,
+                                      trees: [.init(name: "t", entryCount: 1, root: inRoot ? address : nil)])
+        #expect { try CheckpointRecord.decode(record.encoded(), at: 1 << 20, context: Self.context) } throws: { Self.isCorruption($0) }
+    }
+
+    @Test("an address's end saturates instead of trapping")
+    func saturatingEnd() {
+        #expect(FrameAddress(offset: .max - 1, length: 10).end == .max)
+        #expect(FrameAddress(offset: 4096, length: 10).end == 4106)
+    }
+}
