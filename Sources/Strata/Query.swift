@@ -23,6 +23,8 @@ public struct Query<M: Model>: Sendable {
     public private(set) var projection: Projection?
 
     /// Which stored fields a query decodes; the others read as their zero values (or nil).
+    /// A left-out field whose type has no zero value (`Date`, `UUID`, `URL`, an enum, a
+    /// custom type) is decoded from its stored value instead, so every model projects.
     public enum Projection: Sendable, Equatable {
         case only(Set<String>)
         case except(Set<String>)
@@ -31,6 +33,14 @@ public struct Query<M: Model>: Sendable {
             switch self {
             case .only(let names): names.contains(name)
             case .except(let names): !names.contains(name)
+            }
+        }
+
+        /// The projection that also keeps `name`.
+        func keeping(_ name: String) -> Projection {
+            switch self {
+            case .only(let names): .only(names.union([name]))
+            case .except(let names): .except(names.subtracting([name]))
             }
         }
     }

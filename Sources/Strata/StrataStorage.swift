@@ -128,6 +128,13 @@ public final class StrataStorage: Storage {
     }
 }
 
+/// A query's projection, widened as records show which left-out fields the model needs.
+/// Used by one query execution on one thread.
+final class WidenedProjection<M: Model> {
+    var projection: Query<M>.Projection
+    init(_ projection: Query<M>.Projection) { self.projection = projection }
+}
+
 /// Query execution shared by read and write transactions.
 struct CollectionAccess<M: Model> {
     let engine: any TreeReading
@@ -137,6 +144,23 @@ struct CollectionAccess<M: Model> {
 
     func decode(_ bytes: UnsafeRawBufferPointer) throws -> M {
         try RecordDecoder.decode(M.self, from: bytes, fields: state.fields, collection: name)
+    }
+
+    /// Decodes only the fields the projection keeps. A left-out field the model cannot do
+    /// without (no zero value: `RecordError.missingField`) is added to the projection, for
+    /// this record and the rest of the query, and the record decoded again.
+    func decode(_ bytes: UnsafeRawBufferPointer, keeping widened: WidenedProjection<M>) throws -> M {
+        while true {
+            do {
+                return try decode(bytes, keeping: widened.projection)
+            } catch let error as RecordError {
+                guard case .missingField(_, let field, _) = error else { throw error }
+                let topLevel = String(field.prefix { $0 != "." && $0 != "[" })
+                // Kept already: the record itself lacks the field; that is the error.
+                guard !widened.projection.keeps(topLevel) else { throw error }
+                widened.projection = widened.projection.keeping(topLevel)
+            }
+        }
     }
 
     /// Decodes only the top-level fields `projection` keeps: the record is rewritten without
@@ -202,7 +226,10 @@ struct CollectionAccess<M: Model> {
         let projection = query.storedProjection
         let execution = QueryExecution<M>(
             engine: engine, entry: state.entry, uniqueIndexes: Set(M.schema.indexes.filter(\.isUnique).map(\.name)),
-            decode: projection.map { projection in { try decode($0, keeping: projection) } } ?? decode, admits: prefilter.map { prefilter in { prefilter.admits($0, scratch: &scratch) } }, matches: query.matches,
+            decode: projection.map { projection in
+                let widened = WidenedProjection(projection)
+                return { try decode($0, keeping: widened) }
+            } ?? decode, admits: prefilter.map { prefilter in { prefilter.admits($0, scratch: &scratch) } }, matches: query.matches,
             sort: query.sortKeys.isEmpty ? nil : { query.sort(&$0) { $0.1 } }, offset: query.offset, limit: query.limit)
         try execution.run(access, visit)
     }

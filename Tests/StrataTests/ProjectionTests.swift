@@ -102,3 +102,42 @@ struct CountTests {
         try storage.close()
     }
 }
+
+/// Projections of models whose fields have no zero value (issue 14).
+@Suite("Projections of fields without a zero value")
+struct ProjectionWithoutZeroValueTests {
+    enum Status: String, Codable { case open, done }
+
+    struct Ticket: Model, Equatable {
+        var id: Int64
+        var title: String
+        var opened: Date
+        var owner: UUID
+        var link: URL
+        var status: Status
+        var notes: String
+        static let collectionName = "tickets"
+        static let schema = Schema<Ticket>(primaryKey: \.id)
+    }
+
+    static let tickets = (1 ... 5).map {
+        Ticket(id: Int64($0), title: "t\($0)", opened: Date(timeIntervalSinceReferenceDate: Double($0) * 1000), owner: UUID(),
+               link: URL(string: "https://example.com/\($0)")!, status: $0 % 2 == 0 ? .done : .open, notes: String(repeating: "n", count: 500))
+    }
+
+    @Test("only() leaves out what has a zero value and decodes the stored value of what has none")
+    func onlyWithDatesUUIDsURLsAndEnums() throws {
+        let path = NSTemporaryDirectory() + "strata-projection-zero-" + UUID().uuidString + ".strata"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let storage = try StrataStorage(path: path)
+        try storage.persist(Self.tickets)
+        let slim = try storage.read(Ticket.query().only(["id", "title"]))
+        #expect(slim.map(\.title) == Self.tickets.map(\.title))
+        #expect(slim.allSatisfy { $0.notes.isEmpty }, "a field with a zero value is left out")
+        #expect(slim.map(\.opened) == Self.tickets.map(\.opened), "fields without one read their stored values")
+        #expect(slim.map(\.owner) == Self.tickets.map(\.owner) && slim.map(\.status) == Self.tickets.map(\.status))
+        let noNotes = try storage.read(Ticket.query().except(["notes", "opened"]))
+        #expect(noNotes.map(\.opened) == Self.tickets.map(\.opened) && noNotes.allSatisfy { $0.notes.isEmpty })
+        try storage.close()
+    }
+}
