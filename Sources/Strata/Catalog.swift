@@ -8,6 +8,19 @@ struct CatalogEntry: Codable, Sendable, Equatable {
         var name: String
         var fields: [String]
         var unique: Bool
+
+        /// Whether a field is a computed value (`@name`), which only its model can compute.
+        var isComputed: Bool { fields.contains { $0.hasPrefix("@") } }
+
+        /// The index key of a record, from its stored values (the key a model computes from
+        /// the same values); nil when a field holds a value keys cannot hold (a struct, an array).
+        func key(of record: RecordValue, primaryKey: [UInt8]) -> [UInt8]? {
+            var key = Key()
+            for field in fields {
+                guard (record.value(at: field) ?? .null).appendKey(to: &key) else { return nil }
+            }
+            return unique ? key.bytes : key.bytes + primaryKey
+        }
     }
 
     var version = 1

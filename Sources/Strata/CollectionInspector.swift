@@ -149,7 +149,7 @@ public struct CollectionInspector {
         let entry = try entry(name)
         let fields = FieldTable(names: entry.fields)
         // An index on a computed value (`@name`) can only be recomputed by its model.
-        for index in entry.indexes where !index.fields.contains(where: { $0.hasPrefix("@") }) {
+        for index in entry.indexes where !index.isComputed {
             let tree = entry.indexTree(index.name)
             guard snapshot.hasTree(tree) else {
                 faults.append("collection '\(name)': index '\(index.name)' is in the catalog but its tree is missing")
@@ -159,11 +159,8 @@ public struct CollectionInspector {
             var skipped = false
             try snapshot.scan(entry.recordsTree) { key, value in
                 let record = try RecordValue.decode(Array(value), fields: fields, collection: name)
-                var indexKey = Key()
-                for field in index.fields {
-                    guard (record.value(at: field) ?? .null).appendKey(to: &indexKey) else { skipped = true; return false }
-                }
-                expected.insert(index.unique ? indexKey.bytes : indexKey.bytes + Array(key))
+                guard let indexKey = index.key(of: record, primaryKey: Array(key)) else { skipped = true; return false }
+                expected.insert(indexKey)
                 return true
             }
             if skipped { continue }  // fields that keys cannot hold: the model decides

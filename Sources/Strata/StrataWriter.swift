@@ -74,7 +74,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
                 + "drop it first with StrataStorage.dropIndex(\"\(definition.name)\", from: \"\(name)\"), or give the new definition another name")
         }
         let undeclared = state.entry.indexes.filter { !declared.contains($0) }
-        if let computed = undeclared.first(where: { $0.fields.contains { $0.hasPrefix("@") } }) {
+        if let computed = undeclared.first(where: \.isComputed) {
             throw StorageError.schemaMismatch(collection: name, reason: "index '\(computed.name)' is on a computed value that \(M.self) does not declare, so \(M.self) cannot keep it up to date; "
                 + "declare it in \(M.self)'s schema, or drop it with StrataStorage.dropIndex(\"\(computed.name)\", from: \"\(name)\")")
         }
@@ -99,19 +99,12 @@ final class StrataWriter: CollectionReading, StorageWriter {
 
     /// A file written before field types were recorded: take them from a stored record.
     private func learnTypesFromFirstRecord(_ state: inout CollectionState) throws {
-        var learned: [(name: String, type: StoredType)] = []
-        let cursor = try transaction.cursor(state.entry.recordsTree)
-        if try cursor.first() {
-            let fields = state.fields
-            try cursor.value().withUnsafeBytes { buffer in
-                try DecodingContext(buffer: buffer, fields: fields, collection: state.entry.collection).forEachTopLevelField { id, type in
-                    if let type, let name = fields.name(of: id) { learned.append((name, type)) }
-                }
-            }
-        }
         state.entry.types = [:]
-        state.learn(learned)
+        state.learn([])
         changedCatalog.insert(state.entry.collection)
+        let cursor = try transaction.cursor(state.entry.recordsTree)
+        // Against an empty type map, checking a record only learns its types.
+        if try cursor.first() { try checkStoredTypes(try cursor.value(), of: RecordValue.self, state: &state) }
     }
 
     /// Checks each top-level field of an encoded record against the type the catalog
@@ -164,13 +157,10 @@ final class StrataWriter: CollectionReading, StorageWriter {
     /// The key of an index the writing model does not declare, from the record's stored
     /// values (as `storedump verify` checks indexes).
     private func storedIndexKey(_ index: CatalogEntry.Index, of record: RecordValue, primaryKey: [UInt8], collection: String) throws -> [UInt8] {
-        var key = Key()
-        for field in index.fields {
-            guard (record.value(at: field) ?? .null).appendKey(to: &key) else {
-                throw StorageError.schemaMismatch(collection: collection, reason: "index '\(index.name)' covers field '\(field)', whose stored value cannot be an index key")
-            }
+        guard let key = index.key(of: record, primaryKey: primaryKey) else {
+            throw StorageError.schemaMismatch(collection: collection, reason: "index '\(index.name)' covers a field whose stored value cannot be an index key (\(index.fields.joined(separator: ", ")))")
         }
-        return index.unique ? key.bytes : key.bytes + primaryKey
+        return key
     }
 
     /// Moves the entries of the indexes `M` does not declare from the old record (if any)

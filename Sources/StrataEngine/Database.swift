@@ -335,9 +335,8 @@ public final class Database: Sendable {
 
     /// A consistent copy of the writer's counters (taken under the gate for writers).
     func writerCounters() -> WriterCounters {
-        // Inside this thread's own transaction the counters are stable already.
-        if isReadOnly || gate.isHeldByCurrentThread { return WriterCounters(writer) }
-        guard gate.enter() else { return WriterCounters(writer) }
+        // `enter()` fails only inside this thread's own transaction: the counters are stable then.
+        guard !isReadOnly, gate.enter() else { return WriterCounters(writer) }
         defer { gate.leave() }
         return WriterCounters(writer)
     }

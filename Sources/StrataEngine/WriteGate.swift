@@ -43,9 +43,6 @@ public final class WriteGate: Sendable {
         semaphore.signal()
     }
 
-    /// Whether the calling thread holds the gate.
-    public var isHeldByCurrentThread: Bool { holder.load(ordering: .acquiring) == Self.currentThread }
-
     private static var currentThread: UInt {
         #if canImport(Darwin)
         UInt(bitPattern: pthread_self())

@@ -2,6 +2,14 @@ import Foundation
 import Testing
 @testable import StrataEngine
 
+/// Writes `bytes` into the file at `offset`, past its end or over what is there.
+func overwrite(_ path: String, at offset: UInt64, with bytes: [UInt8]) throws {
+    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+    defer { try? handle.close() }
+    try handle.seek(toOffset: offset)
+    try handle.write(contentsOf: bytes)
+}
+
 /// Files and calls crafted to break the engine: each must end in an error a user can act
 /// on, never a trap, a hang or a huge allocation.
 @Suite("Hostile files and misuse")
@@ -49,10 +57,7 @@ struct HostileInputTests {
         var next = LogBatchWriter()
         [UInt8]([2]).withUnsafeBytes { value in Key(2).bytes.withUnsafeBytes { next.put(tree: "t", key: $0, value: value) } }
         let following = Frame.encode(.log, payload: next.payload(sequence: 4, timeMilliseconds: 0), offset: end + UInt64(crafted.count), salt: salt, compress: false)
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        try handle.seek(toOffset: end)
-        handle.write(Data(crafted + following))
-        try handle.close()
+        try overwrite(path, at: end, with: crafted + following)
         #expect {
             try Database(path: path)
         } throws: { error in
@@ -76,10 +81,7 @@ struct HostileInputTests {
         var batch = LogBatchWriter()
         [UInt8]([1]).withUnsafeBytes { value in Key(1).bytes.withUnsafeBytes { batch.put(tree: "no such tree", key: $0, value: value) } }
         let frame = Frame.encode(.log, payload: batch.payload(sequence: 2, timeMilliseconds: 0), offset: end, salt: salt, compress: false)
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        try handle.seek(toOffset: end)
-        handle.write(Data(frame))
-        try handle.close()
+        try overwrite(path, at: end, with: frame)
         #expect {
             try Database(path: path)
         } throws: { error in
@@ -151,10 +153,7 @@ struct HostileInputTests {
         }
         try db.compact()
         try db.close()
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        try handle.seek(toOffset: FileHeader.slotOffsets[slot] + 3)
-        handle.write(Data([0xFF, 0xEE]))
-        try handle.close()
+        try overwrite(path, at: FileHeader.slotOffsets[slot] + 3, with: [0xFF, 0xEE])
         let reopened = try Database(path: path)
         #expect(try reopened.snapshot().count(in: "t") == 500)
         #expect(try reopened.snapshot().get(Key(499).bytes, in: "t") == Array("value 499".utf8))
@@ -171,10 +170,7 @@ struct HostileInputTests {
         let db = try Database(path: path, options: options)
         try db.write { try $0.createTree("t") }
         try db.close()
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        try handle.seek(toOffset: FileHeader.slotOffsets[slot])
-        handle.write(Data([0xFF]))
-        try handle.close()
+        try overwrite(path, at: FileHeader.slotOffsets[slot], with: [0xFF])
         #expect(try Database(path: path).snapshot().hasTree("t"))
     }
 
