@@ -1,4 +1,5 @@
 // swift-tools-version: 6.1
+import CompilerPluginSupport
 import PackageDescription
 
 let package = Package(
@@ -8,6 +9,10 @@ let package = Package(
     products: [
         .library(name: "StrataEngine", targets: ["StrataEngine"]),
         .library(name: "Strata", targets: ["Strata"]),
+        // `@StoredModel`: the only product that builds swift-syntax (about 70 s more in a debug
+        // build here, 6.5 minutes in a release build); a target that does not import it
+        // never builds it.
+        .library(name: "StrataMacros", targets: ["StrataMacros"]),
         .library(name: "StrataConformance", targets: ["StrataConformance"]),
         .library(name: "StrataDAO", targets: ["StrataDAO"]),
         .library(name: "StrataRepository", targets: ["StrataRepository"]),
@@ -21,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0"),
         // The ecosystem's logging API: the engine reports what it repairs or cannot do.
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // For StrataMacros only.
+        .package(url: "https://github.com/swiftlang/swift-syntax", "602.0.0" ..< "603.0.0"),
     ],
     targets: [
         .systemLibrary(
@@ -29,7 +36,12 @@ let package = Package(
             providers: [.apt(["liblz4-dev"])]
         ),
         .target(name: "StrataEngine", dependencies: ["CLZ4", .product(name: "Logging", package: "swift-log")]),
-        .target(name: "Strata", dependencies: ["StrataEngine"]),
+        .target(name: "Strata", dependencies: ["StrataEngine", .product(name: "Logging", package: "swift-log")]),
+        .macro(name: "StrataMacrosPlugin", dependencies: [
+            .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+            .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+        ]),
+        .target(name: "StrataMacros", dependencies: ["Strata", "StrataMacrosPlugin"]),
         // The behaviour every Storage backend must have, for backends' own test targets.
         .target(name: "StrataConformance", dependencies: ["Strata"]),
         .target(name: "StrataDAO", dependencies: ["Strata"]),
@@ -46,6 +58,10 @@ let package = Package(
         // A separately built program with its own model types, for the catalog tests.
         .executableTarget(name: "StrataModelChild", dependencies: ["Strata"]),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataConformance", "StrataModelChild"]),
+        .testTarget(name: "StrataMacrosTests", dependencies: ["StrataMacros", "Strata", "StrataEngine"]),
+        .testTarget(name: "StrataMacrosPluginTests", dependencies: [
+            "StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+        ]),
         .testTarget(name: "StoredumpTests", dependencies: ["storedump", "Strata", "StrataEngine"]),
         .testTarget(name: "StrataDAOTests", dependencies: ["StrataDAO", "Strata", "StrataExamples"]),
         .testTarget(name: "StrataRepositoryTests", dependencies: ["StrataRepository", "Strata", "StrataEngine"]),

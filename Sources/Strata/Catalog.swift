@@ -35,6 +35,9 @@ struct CatalogEntry: Codable, Sendable, Equatable {
     /// The stored type of each top-level field written so far. Absent in files written
     /// before types were recorded: opening for writing fills it in from a stored record.
     var types: [String: StoredType]?
+    /// The top-level fields each model type that declares all its fields (`DescribedModel`)
+    /// reads, by the type's name; absent until one such model opens the collection.
+    var readers: [String: [String]]?
 
     static let tree = "strata.catalog"
     static func recordsTree(_ collection: String) -> String { "c:" + collection }

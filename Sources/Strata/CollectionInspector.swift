@@ -29,9 +29,21 @@ public struct CollectionInspector {
         /// Each top-level field's type as the catalog records and enforces it (`StoredType`
         /// names); nil for files written before the catalog recorded types.
         public var storedTypes: [String: String]?
+        /// The fields each model type that declares all its fields (`DescribedModel`) reads,
+        /// by type name; nil until such a model has opened the collection for writing.
+        public var readers: [String: [String]]?
         public var indexes: [Index]
         public var modelType: String
         public var nextID: Int64?
+
+        /// Stored top-level fields that none of `readers` reads — a field renamed without
+        /// declaring `originalName`, or one a model dropped; their values are kept but no
+        /// longer read. Empty when no reader is recorded (nothing can be told then).
+        public var unreadFields: [String] {
+            guard let readers, let storedTypes else { return [] }
+            let read = Set(readers.values.joined())
+            return storedTypes.keys.filter { !read.contains($0) }.sorted()
+        }
     }
 
     public struct Record: Sendable {
@@ -72,7 +84,7 @@ public struct CollectionInspector {
         }
         return Collection(
             name: name, records: try snapshot.count(in: entry.recordsTree), primaryKey: entry.primaryKey, primaryKeyTypes: keyTypes,
-            fields: entry.fields, fieldTypes: fieldTypes, storedTypes: entry.types?.mapValues(\.rawValue),
+            fields: entry.fields, fieldTypes: fieldTypes, storedTypes: entry.types?.mapValues(\.rawValue), readers: entry.readers,
             indexes: try entry.indexes.map { .init(name: $0.name, fields: $0.fields, unique: $0.unique, entries: try snapshot.count(in: entry.indexTree($0.name))) },
             modelType: entry.modelType, nextID: entry.nextID)
     }

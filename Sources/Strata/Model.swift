@@ -18,18 +18,24 @@ import StrataEngine
 /// }
 /// ```
 ///
-/// Key paths are mapped to stored fields by reflection on the key path (its description,
-/// `\User.age`), not by a macro: declaring the schema with ordinary key paths needs no
-/// compiler plugin, no swift-syntax dependency and no build-time cost, and `#Predicate`
-/// key paths compare equal to the schema's, which is all the planner needs.
+/// A key path reaches the field `storedFields` declares for it, or else the field named
+/// after the property (`\User.age` → `age`), which is where synthesized `Codable` stores it.
+/// `@StoredModel` (product `StrataMacros`) declares every field and generates the record
+/// coding; a plain `Codable` model declares only fields stored under another name, or
+/// renamed (`StoredField.field(_:name:originalName:)`). The shape is read from these
+/// declarations once per type (`Schema.description`), never learned by decoding made-up
+/// records.
 public protocol Model: Codable, Sendable {
     /// The collection's name in the file. Defaults to the type's name.
     static var collectionName: String { get }
     static var schema: Schema<Self> { get }
+    /// The stored fields the model declares (see `StoredField`); none by default.
+    static var storedFields: [StoredField<Self>] { get }
 }
 
 extension Model {
     public static var collectionName: String { String(describing: Self.self) }
+    public static var storedFields: [StoredField<Self>] { [] }
 
     /// A query over this model's collection.
     public static func query() -> Query<Self> { Query() }
@@ -44,9 +50,17 @@ extension Model {
 /// One stored field reached by a key path: how to read it into a key, and its name.
 public struct FieldPath<M>: @unchecked Sendable, Hashable, CustomStringConvertible {
     /// The dotted property path, e.g. `age` or `address.city`.
-    public let name: String
+    public private(set) var name: String
     let keyPath: PartialKeyPath<M>
     let appendKey: (M, inout Key) -> Void
+
+    /// The same field under the name `description` gives it.
+    func named(by description: ModelDescription<M>) -> Self {
+        guard let declared = description.field(keyPath) else { return self }
+        var copy = self
+        copy.name = declared.name
+        return copy
+    }
 
     public init<V: KeyComponent>(_ keyPath: KeyPath<M, V>, name: String? = nil) {
         self.keyPath = keyPath
@@ -83,8 +97,8 @@ public struct FieldPath<M>: @unchecked Sendable, Hashable, CustomStringConvertib
 /// .index(\.fullName, name: "fullName")   // fullName is `var fullName: String { first + " " + last }`
 /// ```
 public struct IndexDefinition<M>: Sendable, Equatable {
-    public let name: String
-    public let fields: [FieldPath<M>]
+    public private(set) var name: String
+    public private(set) var fields: [FieldPath<M>]
     public let isUnique: Bool
     /// Whether `name` was given rather than derived from the fields.
     let hasExplicitName: Bool
@@ -123,6 +137,14 @@ public struct IndexDefinition<M>: Sendable, Equatable {
         return IndexDefinition(name: name ?? fields.map { $0.name }.joined(separator: "+"), fields: fields, isUnique: unique, hasExplicitName: name != nil)
     }
 
+    /// The index with its fields named by `description` (and its derived name after them).
+    func named(by description: ModelDescription<M>) -> Self {
+        var copy = self
+        copy.fields = fields.map { $0.named(by: description) }
+        if !hasExplicitName { copy.name = copy.fields.map(\.name).joined(separator: "+") }
+        return copy
+    }
+
     /// The index key of `model`: its field values, in order.
     func key(of model: M) -> Key {
         var key = Key()
@@ -136,6 +158,8 @@ public struct IndexDefinition<M>: Sendable, Equatable {
 public struct Schema<M: Model>: Sendable {
     public let primaryKey: [FieldPath<M>]
     public let indexes: [IndexDefinition<M>]
+    /// The model's declared fields (`Model.storedFields`), read once, here.
+    public let description: ModelDescription<M>
     let autoIncrement: AutoIncrement<M>?
 
     /// A schema with a primary key of one or more fields (at least one: an empty primary
@@ -147,9 +171,7 @@ public struct Schema<M: Model>: Sendable {
     public init<First: KeyComponent, each V: KeyComponent>(primaryKey first: KeyPath<M, First>, _ rest: repeat KeyPath<M, each V>, indexes: [IndexDefinition<M>] = []) {
         var fields: [FieldPath<M>] = [FieldPath(first)]
         for path in repeat each rest { fields.append(FieldPath(path)) }
-        self.primaryKey = fields
-        self.indexes = indexes
-        self.autoIncrement = nil
+        self.init(primaryKey: fields, indexes: indexes, autoIncrement: nil)
     }
 
     /// A schema whose integer primary key is assigned on `create` when it is 0: ids are
@@ -167,8 +189,10 @@ public struct Schema<M: Model>: Sendable {
     public var isAutoIncrementing: Bool { autoIncrement != nil }
 
     private init(primaryKey: [FieldPath<M>], indexes: [IndexDefinition<M>], autoIncrement: AutoIncrement<M>?) {
-        self.primaryKey = primaryKey
-        self.indexes = indexes
+        let description = ModelDescription(fields: M.storedFields)
+        self.description = description
+        self.primaryKey = primaryKey.map { $0.named(by: description) }
+        self.indexes = indexes.map { $0.named(by: description) }
         self.autoIncrement = autoIncrement
     }
 

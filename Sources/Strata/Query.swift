@@ -131,7 +131,7 @@ public struct Query<M: Model>: Sendable {
         guard let projection else { return nil }
         let (conditions, hasOpaque) = planTerm.conjuncts
         guard !hasOpaque, sortKeys.allSatisfy({ $0.keyPath != nil }) else { return nil }
-        let read = Set((conditions.map(\.0) + sortKeys.compactMap(\.keyPath)).map { FieldPath<M>.propertyName(of: $0) })
+        let read = Set((conditions.map(\.0) + sortKeys.compactMap(\.keyPath)).map { M.schema.description.name(of: $0) })
         switch projection {
         case .only(let names): return .only(names.union(read))
         case .except(let names): return .except(names.subtracting(read))

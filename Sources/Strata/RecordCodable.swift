@@ -77,7 +77,7 @@ public struct RecordWriter {
             fields.pointee = context.fields
             fieldPosition = context.fieldPosition
         }
-        try context.encode(value, into: segment, parent: nil, key: RecordFieldKey(key))
+        try context.encode(value, into: segment, parent: nil, key: StoredFieldKey(key))
     }
 
     /// Writes nothing for nil, as synthesized `Codable` does.
@@ -174,25 +174,46 @@ public struct RecordReader {
         }
     }
 
+    /// `name`, or the first of `originalNames` the record holds when it lacks `name`: reads a
+    /// renamed field from a record written before the rename (opening a collection for
+    /// writing moves such values; a read-only open may still see them).
+    public mutating func storedKey(_ name: String, originalNames: [String]) throws -> String {
+        if try find(name) != nil { return name }
+        for original in originalNames where try find(original) != nil { return original }
+        return name
+    }
+
     /// Any other `Decodable` value (dates, UUIDs, arrays, nested structs, …).
     public mutating func decode<T: Decodable>(_ type: T.Type, forKey key: String) throws -> T {
-        try context.decode(type, at: try find(key), parent: nil, key: RecordFieldKey(key))
+        try context.decode(type, at: try find(key), parent: nil, key: StoredFieldKey(key))
     }
 
     /// Nil when the record lacks the field or stores nil.
     public mutating func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: String) throws -> T? {
         guard let position = try find(key), try context.tag(at: position) != .null else { return nil }
-        return try context.decode(type, at: position, parent: nil, key: RecordFieldKey(key))
+        return try context.decode(type, at: position, parent: nil, key: StoredFieldKey(key))
     }
 }
 
-/// A field name as a coding key, for error paths and nested values.
-struct RecordFieldKey: CodingKey {
-    let stringValue: String
-    var intValue: Int? { nil }
-    init(_ name: String) { stringValue = name }
-    init?(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { nil }
+/// A stored field's name as a coding key: what `@StoredModel`'s `Codable` conformance and
+/// the record coders' error paths use.
+public struct StoredFieldKey: CodingKey, ExpressibleByStringLiteral, Sendable {
+    public let stringValue: String
+    public var intValue: Int? { nil }
+    public init(_ name: String) { stringValue = name }
+    public init(stringLiteral name: String) { stringValue = name }
+    public init?(stringValue: String) { self.stringValue = stringValue }
+    public init?(intValue: Int) { nil }
+}
+
+extension KeyedDecodingContainer where K == StoredFieldKey {
+    /// `name`, or the first of `originalNames` the container holds when it lacks `name`:
+    /// reads a renamed field from data written before the rename.
+    public func storedKey(_ name: String, originalNames: [String]) -> StoredFieldKey {
+        let current = StoredFieldKey(name)
+        guard !contains(current) else { return current }
+        return originalNames.map { StoredFieldKey($0) }.first { contains($0) } ?? current
+    }
 }
 
 /// Checks a `RecordCodable` conformance against the type's `Codable` one.

@@ -6,11 +6,12 @@ import StrataEngine
 /// must never reject a match, and admits whenever it is unsure (field absent, stored type
 /// not the condition's, nested field, malformed bytes — decoding then reports those).
 ///
-/// Fields are found by property name, as the synthesized `Codable` stores them, and each
-/// condition is kept only after a probe proves it: a record holding just that field, with two
-/// distinct values, decodes to a model whose key path reads those values back. A property
-/// stored under another coding key, or transformed by a custom `init(from:)`, fails the
-/// probe and is left to the full check.
+/// Only fields the model declares (`Model.storedFields`, which `@StoredModel` writes for
+/// every property) are checked here: a declaration says which stored field a key path reads,
+/// and that the value is stored as the key path reads it. A plain `Codable` property may be
+/// stored under another coding key or transformed by a custom `init(from:)`, which nothing
+/// short of running the model's coding could tell, so its conditions are left to the full
+/// check.
 struct RecordPrefilter {
     private struct Condition {
         let field: UInt32
@@ -24,41 +25,14 @@ struct RecordPrefilter {
     private let context: DecodingContext
 
     /// Nil when no condition can be checked on the bytes.
-    init?<M: Decodable>(_ conditions: [(AnyKeyPath, FieldBounds)], of model: M.Type, name: (AnyKeyPath) -> String,
-                        fields: FieldTable, collection: String) {
+    init?<M>(_ conditions: [(AnyKeyPath, FieldBounds)], of description: ModelDescription<M>, fields: FieldTable, collection: String) {
         self.conditions = conditions.compactMap { keyPath, bounds in
-            let name = name(keyPath)
-            guard !name.contains("."), let field = fields.id(of: name), let kind = Self.kind(of: bounds),
-                  Self.probe(M.self, keyPath, field: field, kind: kind, fields: fields) else { return nil }
+            guard let declared = description.field(keyPath), let field = fields.id(of: declared.name),
+                  let kind = Self.kind(of: bounds) else { return nil }
             return Condition(field: field, bounds: bounds, kind: kind)
         }
         guard !self.conditions.isEmpty else { return nil }
         context = DecodingContext(buffer: UnsafeRawBufferPointer(start: nil, count: 0), fields: fields, collection: collection)
-    }
-
-    /// Whether records holding only `field` decode to models whose `keyPath` has the same
-    /// key as the stored value, for two distinct values of `kind`.
-    private static func probe<M: Decodable>(_ type: M.Type, _ keyPath: AnyKeyPath, field: UInt32, kind: UInt8, fields: FieldTable) -> Bool {
-        let probes: [(write: (Segment) -> Void, key: Key)]
-        switch kind {
-        case KeyTag.int: probes = [Int64(-7), 93].map { v in ({ $0.int(v) }, Key(v)) }
-        case KeyTag.uint: probes = [UInt64(7), 93].map { v in ({ $0.uint(v) }, Key(v)) }
-        case KeyTag.double: probes = [-7.25, 93.5].map { v in ({ $0.double(v) }, Key(v)) }
-        default: probes = [false, true].map { v in ({ $0.bool(v) }, Key(v)) }
-        }
-        for (write, expected) in probes {
-            let record = Segment()
-            record.tag(.keyed)
-            record.varint(1)
-            record.varint(UInt64(field))
-            write(record)
-            guard let model = try? RecordDecoder.decode(M.self, from: record.bytes, fields: fields, collection: "probe"),
-                  let read = model[keyPath: keyPath] as? any KeyComponent else { return false }
-            var key = Key()
-            key.append(read)
-            guard key == expected else { return false }
-        }
-        return true
     }
 
     /// The tag shared by every bound, when it is one this filter can compare.

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import StrataEngine
 import Synchronization
 
@@ -103,6 +104,13 @@ public final class StrataStorage: Storage {
             state.fields = known.fields
         }
         return state
+    }
+
+    /// Tells the database's logger that a declared rename moved a field's values.
+    func reportRename(collection: String, from: String, to: String, records: Int) {
+        database.options.logger.notice("moved a renamed field's values", metadata: [
+            "collection": "\(collection)", "from": "\(from)", "to": "\(to)", "records": "\(records)",
+        ])
     }
 
     /// Makes a committed `state` the newest known, keeping the larger field table.
@@ -221,7 +229,7 @@ struct CollectionAccess<M: Model> {
         let scans = access.plan.access == .fullScan || access.plan.access == .primaryKeyRange
         var scratch = Key()
         let prefilter = !scans || !access.plan.residualFilter ? nil
-            : RecordPrefilter(query.planRequest(collection: name).conditions, of: M.self, name: FieldPath<M>.propertyName(of:),
+            : RecordPrefilter(query.planRequest(collection: name).conditions, of: M.schema.description,
                               fields: state.fields, collection: name)
         let projection = query.storedProjection
         let execution = QueryExecution<M>(

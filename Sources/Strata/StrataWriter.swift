@@ -46,8 +46,8 @@ final class StrataWriter: CollectionReading, StorageWriter {
         guard !name.isEmpty, name.utf8.count <= 120, !name.contains(":") else {
             throw StorageError.schemaMismatch(collection: name, reason: "collection names are 1 to 120 bytes without ':'")
         }
-        if let problem = M.schema.indexes.lazy.compactMap(\.unstableNameProblem).first {
-            throw StorageError.schemaMismatch(collection: name, reason: problem)
+        if let problem = M.schema.description.problem ?? M.schema.indexes.lazy.compactMap(\.unstableNameProblem).first {
+            throw StorageError.schemaMismatch(collection: name, reason: "\(M.self): " + problem)
         }
         let primaryKey = M.schema.primaryKey.map(\.name)
         var state: CollectionState
@@ -64,6 +64,8 @@ final class StrataWriter: CollectionReading, StorageWriter {
                 nextID: M.schema.autoIncrement == nil ? nil : 1, types: [:]))
             changedCatalog.insert(name)
         }
+        try moveRenamedFields(of: M.self, in: &state)
+        try checkDeclaredTypes(of: M.self, against: state)
         guard state.entry.primaryKey == primaryKey else {
             throw StorageError.schemaMismatch(collection: name, reason: "the primary key changed from \(state.entry.primaryKey) to \(primaryKey); copy the records into a new collection")
         }
@@ -90,7 +92,102 @@ final class StrataWriter: CollectionReading, StorageWriter {
             changedCatalog.insert(name)
         }
         undeclaredIndexes[ObjectIdentifier(M.self)] = undeclared
+        recordReader(M.self, in: &state)
+        states[name] = state
         return state
+    }
+
+    /// Records which fields a model that declares all of them reads (`storedump` reports the
+    /// stored fields no model reads: renames nobody declared, fields a model dropped).
+    private func recordReader<M: Model>(_ type: M.Type, in state: inout CollectionState) {
+        guard M.self is any DescribedModel.Type else { return }
+        let reads = M.schema.description.fields.map(\.name)
+        let modelType = String(reflecting: M.self)
+        guard state.entry.readers?[modelType] != reads else { return }
+        state.entry.readers = (state.entry.readers ?? [:]).merging([modelType: reads]) { $1 }
+        changedCatalog.insert(state.entry.collection)
+    }
+
+    /// A field whose declared Swift type cannot be stored as the catalog records the field
+    /// is refused when the collection is opened for writing, before any record is written.
+    private func checkDeclaredTypes<M: Model>(of type: M.Type, against state: CollectionState) throws {
+        for field in M.schema.description.fields {
+            guard let declared = field.storedType, let stored = state.entry.types?[field.name], stored != declared else { continue }
+            throw Self.typeConflict(collection: state.entry.collection, field: field.name, stored: stored, written: declared, by: M.self)
+        }
+    }
+
+    private static func typeConflict<M>(collection: String, field: String, stored: StoredType, written: StoredType, by model: M.Type) -> StorageError {
+        StorageError.schemaMismatch(collection: collection, reason: "field '\(field)' is stored as \(stored.rawValue), but \(M.self) writes \(written.rawValue); "
+            + "a field keeps its type (README, \"Changing your models\"): write the new type under a new field name, or copy the records into a new collection")
+    }
+
+    // MARK: Renamed fields
+
+    /// Moves the values of each field `M` declares renamed (`StoredField.originalNames`)
+    /// to the field's current name, in every record, in this transaction. Values are not
+    /// decoded: each record's top-level field id changes, nothing else, so the index trees
+    /// (whose keys hold values, not names) stay valid; the catalog's types and index
+    /// definitions follow the new name.
+    /// - Throws: `StorageError.schemaMismatch` when a record holds both names.
+    private func moveRenamedFields<M: Model>(of type: M.Type, in state: inout CollectionState) throws {
+        for (from, to) in M.schema.description.renames {
+            guard let fromID = state.fields.id(of: from), let fromType = state.entry.types?[from] else { continue }
+            if let toType = state.entry.types?[to], toType != fromType {
+                throw Self.typeConflict(collection: state.entry.collection, field: from, stored: fromType, written: toType, by: M.self)
+            }
+            let toID = state.fields.intern(to)
+            var keys: [[UInt8]] = []
+            try transaction.scan(state.entry.recordsTree) { key, _ in
+                keys.append(Array(key))
+                return true
+            }
+            for key in keys {
+                guard let bytes = try transaction.get(key, in: state.entry.recordsTree),
+                      let moved = try Self.renaming(field: fromID, to: toID, in: bytes, state: state, names: (from, to)) else { continue }
+                try transaction.put(moved, forKey: key, in: state.entry.recordsTree)
+            }
+            state.entry.types?[to] = fromType
+            state.entry.types?[from] = nil
+            state.entry.primaryKey = state.entry.primaryKey.map { $0 == from ? to : $0 }
+            for i in state.entry.indexes.indices {
+                state.entry.indexes[i].fields = state.entry.indexes[i].fields.map { $0 == from ? to : $0 }
+            }
+            state.learn([])
+            changedCatalog.insert(state.entry.collection)
+            storage.reportRename(collection: state.entry.collection, from: from, to: to, records: keys.count)
+        }
+    }
+
+    /// The record with its top-level field `from` stored as `to`, or nil when it lacks `from`.
+    private static func renaming(field from: UInt32, to: UInt32, in bytes: [UInt8], state: CollectionState, names: (String, String)) throws -> [UInt8]? {
+        try bytes.withUnsafeBytes { buffer -> [UInt8]? in
+            let context = DecodingContext(buffer: buffer, fields: state.fields, collection: state.entry.collection)
+            guard try context.tag(at: 0) == .keyed else { return nil }
+            var p = 1
+            let count = try context.varint(at: &p)
+            var fields: [(id: UInt32, value: Range<Int>)] = []
+            for _ in 0 ..< count {
+                let id = UInt32(truncatingIfNeeded: try context.varint(at: &p))
+                let end = try context.skip(at: p)
+                fields.append((id, p ..< end))
+                p = end
+            }
+            guard fields.contains(where: { $0.id == from }) else { return nil }
+            if fields.contains(where: { $0.id == to }) {
+                throw StorageError.schemaMismatch(collection: state.entry.collection, reason: "a record holds both '\(names.0)' and its new name '\(names.1)'; "
+                    + "remove one of them before declaring the rename (originalName)")
+            }
+            var moved: [UInt8] = []
+            moved.reserveCapacity(bytes.count + 2)
+            moved.appendTag(.keyed)
+            moved.appendVarint(count)
+            for field in fields {
+                moved.appendVarint(UInt64(field.id == from ? to : field.id))
+                moved.append(contentsOf: buffer[field.value])
+            }
+            return moved
+        }
     }
 
     private static func describe(_ index: CatalogEntry.Index) -> String {
@@ -120,8 +217,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
                 if stored == type { return }
                 let field = current.fields.name(of: id) ?? "#\(id)"
                 guard let stored else { return learned.append((field, type)) }
-                throw StorageError.schemaMismatch(collection: current.entry.collection, reason: "field '\(field)' is stored as \(stored.rawValue), but \(M.self) writes \(type.rawValue); "
-                    + "a field keeps its type (README, \"Changing your models\"): write the new type under a new field name, or copy the records into a new collection")
+                throw Self.typeConflict(collection: current.entry.collection, field: field, stored: stored, written: type, by: M.self)
             }
         }
         guard !learned.isEmpty else { return }

@@ -43,7 +43,7 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
     /// The fields every record keeps, whatever the projection.
     private static var recordFields: Set<String> { ["id", "createdAt", "updatedAt"] }
 
-    private static func names(_ keyPaths: [PartialKeyPath<M>]) -> Set<String> { Set(keyPaths.map { FieldPath<M>.propertyName(of: $0) }) }
+    private static func names(_ keyPaths: [PartialKeyPath<M>]) -> Set<String> { Set(keyPaths.map { M.schema.description.name(of: $0) }) }
 
     /// Results in random order (applied before `limit` and `offset`).
     public func randomOrder() -> Fetcher { with { $0.shuffled = true } }

@@ -110,5 +110,5 @@ public struct Validation<M: ActiveRecord>: @unchecked Sendable {
         Validation(field: name(keyPath)) { record, _ in validator.validate(record[keyPath: keyPath]) }
     }
 
-    static func name(_ keyPath: AnyKeyPath) -> String { FieldPath<M>.propertyName(of: keyPath) }
+    static func name(_ keyPath: AnyKeyPath) -> String { M.schema.description.name(of: keyPath) }
 }

@@ -105,6 +105,13 @@ struct Collections: ParsableCommand {
                     print("  index        \(index.name) (\(index.fields.joined(separator: ", ")))\(index.unique ? " unique" : ""), \(index.entries) entries")
                 }
                 if let next = c.nextID { print("  next id      \(next)") }
+                for (model, fields) in (c.readers ?? [:]).sorted(by: { $0.key < $1.key }) {
+                    print("  read by      \(model): \(fields.joined(separator: ", "))")
+                }
+                if !c.unreadFields.isEmpty {
+                    print("  unread       \(c.unreadFields.joined(separator: ", ")): stored, but no model that declares its fields reads them "
+                        + "(renamed without @Field(originalName:), or dropped)")
+                }
             }
         }
     }
