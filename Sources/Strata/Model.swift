@@ -129,6 +129,15 @@ public struct IndexDefinition<M>: Sendable, Equatable {
         make(first, repeat each rest, name: name, unique: true)
     }
 
+    /// An array field cannot be indexed (only `[UInt8]`, stored as bytes): an index holds one
+    /// key per record, and an array would need one per element. Store the elements as
+    /// records of their own collection, each with the owner's id, and index those.
+    @available(*, unavailable, message: "an index holds one key per record, and an array would need one per element: store the elements as records of their own collection (with the owner's id) and index that field")
+    public static func index<Element: KeyComponent>(_ elements: KeyPath<M, [Element]>, name: String? = nil) -> Self { fatalError("unavailable") }
+
+    @available(*, unavailable, message: "an index holds one key per record, and an array would need one per element: store the elements as records of their own collection (with the owner's id) and index that field")
+    public static func unique<Element: KeyComponent>(_ elements: KeyPath<M, [Element]>, name: String? = nil) -> Self { fatalError("unavailable") }
+
     private static func make<First: KeyComponent, each V: KeyComponent>(_ first: KeyPath<M, First>, _ rest: repeat KeyPath<M, each V>, name: String?, unique: Bool) -> Self {
         var fields: [FieldPath<M>] = [FieldPath(first)]
         for path in repeat each rest { fields.append(FieldPath(path)) }

@@ -11,6 +11,10 @@ public struct User: Model, Equatable {
     public var createdAt: Int64
 
     public static let schema = Schema<User>(primaryKey: \.id)
+    /// Declared, so scans check conditions on the stored bytes (its coding is hand-written).
+    public static let storedFields: [StoredField<User>] = [
+        .field(\.id), .field(\.name), .field(\.email), .field(\.age), .field(\.score), .field(\.createdAt),
+    ]
 
     public init(id: Int64, name: String, email: String, age: Int, score: Double, createdAt: Int64) {
         (self.id, self.name, self.email, self.age, self.score, self.createdAt) = (id, name, email, age, score, createdAt)
@@ -52,6 +56,9 @@ public struct UserByAge: Model {
 
     public static let collectionName = "User"
     public static let schema = Schema<UserByAge>(primaryKey: \.id, indexes: [.index(\.age)])
+    public static let storedFields: [StoredField<UserByAge>] = [
+        .field(\.id), .field(\.name), .field(\.email), .field(\.age), .field(\.score), .field(\.createdAt),
+    ]
 
     public var user: User { User(id: id, name: name, email: email, age: age, score: score, createdAt: createdAt) }
 }

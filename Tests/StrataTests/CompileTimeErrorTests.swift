@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+
+/// Mistakes in a schema that the compiler refuses, with a message that says what to do:
+/// each snippet is type-checked against the Strata module this test run built.
+@Suite("Schema mistakes that do not compile")
+struct CompileTimeErrorTests {
+    /// The compiler's errors for `source`, which imports Strata.
+    func errors(compiling source: String) throws -> [String] {
+        let built = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("strata-schema-\(UUID().uuidString).swift")
+        try ("import Strata\n" + source).write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["swiftc", "-typecheck", "-I", built.appendingPathComponent("Modules").path,
+                             "-Xcc", "-fmodule-map-file=" + root.appendingPathComponent("Sources/CLZ4/module.modulemap").path, file.path]
+        let output = Pipe()
+        process.standardError = output
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return text.split(separator: "\n").filter { $0.contains(": error: ") }.map(String.init)
+    }
+
+    @Test("a well-formed schema type-checks (the harness itself works)")
+    func validSchemaCompiles() throws {
+        #expect(try errors(compiling: """
+            struct Post: Model { var id: Int64; var title: String; var cover: [UInt8]
+                static let schema = Schema<Post>(primaryKey: \\.id, indexes: [.index(\\.title), .index(\\.cover)]) }
+            """) == [])
+    }
+
+    @Test("an index on an array of values is refused with what to do instead")
+    func arrayIndexIsRefused() throws {
+        let errors = try errors(compiling: """
+            struct Post: Model { var id: Int64; var tags: [String]
+                static let schema = Schema<Post>(primaryKey: \\.id, indexes: [.index(\\.tags)]) }
+            """)
+        #expect(errors.count == 1)
+        #expect(errors.first?.contains("an index holds one key per record, and an array would need one per element") == true)
+    }
+
+    @Test("an empty primary key does not compile")
+    func emptyPrimaryKeyIsRefused() throws {
+        #expect(try !errors(compiling: """
+            struct Post: Model { var id: Int64
+                static let schema = Schema<Post>(indexes: []) }
+            """).isEmpty)
+    }
+}
