@@ -68,6 +68,20 @@ public struct FieldTable: Sendable, Equatable {
 
     public func id(of name: String) -> UInt32? { ids[name] }
 
+    /// The table for reading records written before the given renames were moved: a field
+    /// stored under an earlier name reads as its current one. Only for decoding — a writer
+    /// moves the values instead (`StrataWriter.moveRenamedFields`).
+    func readingRenamed(_ renames: [(from: String, to: String)]) -> FieldTable {
+        var table = self
+        for (from, to) in renames where table.ids[to] == nil {
+            guard let id = table.ids[from] else { continue }
+            table.names[Int(id)] = to
+            table.ids[to] = id
+            table.ids[from] = nil
+        }
+        return table
+    }
+
     public func name(of id: UInt32) -> String? { Int(id) < names.count ? names[Int(id)] : nil }
 
     /// The id of the `position`-th field of a record being encoded, learning the order.

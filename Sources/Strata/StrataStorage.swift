@@ -147,11 +147,20 @@ final class WidenedProjection<M: Model> {
 struct CollectionAccess<M: Model> {
     let engine: any TreeReading
     let state: CollectionState
+    /// The collection's field table as `M` reads it: a field `M` declares renamed, not yet
+    /// moved in this snapshot, is found under its original name.
+    let fields: FieldTable
+
+    init(engine: any TreeReading, state: CollectionState) {
+        (self.engine, self.state) = (engine, state)
+        let renames = M.schema.description.renames
+        fields = renames.isEmpty ? state.fields : state.fields.readingRenamed(renames)
+    }
 
     var name: String { state.entry.collection }
 
     func decode(_ bytes: UnsafeRawBufferPointer) throws -> M {
-        try RecordDecoder.decode(M.self, from: bytes, fields: state.fields, collection: name)
+        try RecordDecoder.decode(M.self, from: bytes, fields: fields, collection: name)
     }
 
     /// Decodes only the fields the projection keeps. A left-out field the model cannot do
@@ -174,7 +183,7 @@ struct CollectionAccess<M: Model> {
     /// Decodes only the top-level fields `projection` keeps: the record is rewritten without
     /// the others (copying their bytes, never decoding them) and decoded.
     func decode(_ bytes: UnsafeRawBufferPointer, keeping projection: Query<M>.Projection) throws -> M {
-        let context = DecodingContext(buffer: bytes, fields: state.fields, collection: name)
+        let context = DecodingContext(buffer: bytes, fields: fields, collection: name)
         guard try context.tag(at: 0) == .keyed else { return try decode(bytes) }
         var p = 1
         let count = try context.varint(at: &p)
@@ -190,7 +199,7 @@ struct CollectionAccess<M: Model> {
             let fieldStart = p
             let id = try context.varint(at: &p)
             p = try context.skip(at: p)
-            if let name = state.fields.name(of: UInt32(truncatingIfNeeded: id)), projection.keeps(name) {
+            if let name = fields.name(of: UInt32(truncatingIfNeeded: id)), projection.keeps(name) {
                 record.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[fieldStart ..< p]))
                 keptCount += 1
             }
@@ -230,7 +239,7 @@ struct CollectionAccess<M: Model> {
         var scratch = Key()
         let prefilter = !scans || !access.plan.residualFilter ? nil
             : RecordPrefilter(query.planRequest(collection: name).conditions, of: M.schema.description,
-                              fields: state.fields, collection: name)
+                              fields: fields, collection: name)
         let projection = query.storedProjection
         let execution = QueryExecution<M>(
             engine: engine, entry: state.entry, uniqueIndexes: Set(M.schema.indexes.filter(\.isUnique).map(\.name)),

@@ -159,6 +159,24 @@ final class StrataWriter: CollectionReading, StorageWriter {
         }
     }
 
+    /// A model that still writes a field under a name it declares as another field's
+    /// original name would have had that field's values moved away: refused (the
+    /// transaction, and the move with it, rolls back). Only a plain `Codable` model can get
+    /// here; `@StoredModel` declarations are checked whole (`ModelDescription.problem`).
+    private func checkNoOriginalNames<M: Model>(in bytes: [UInt8], of model: M.Type, state: CollectionState) throws {
+        let renames = M.schema.description.renames
+        guard !renames.isEmpty else { return }
+        let originalIDs = renames.compactMap { state.fields.id(of: $0.from) }
+        guard !originalIDs.isEmpty else { return }
+        try bytes.withUnsafeBytes { buffer in
+            try DecodingContext(buffer: buffer, fields: state.fields, collection: state.entry.collection).forEachTopLevelField { id, _ in
+                guard originalIDs.contains(id), let rename = renames.first(where: { state.fields.id(of: $0.from) == id }) else { return }
+                throw StorageError.schemaMismatch(collection: state.entry.collection, reason: "\(M.self): '\(rename.to)' declares the original name '\(rename.from)', which a current field still uses; "
+                    + "rename that field too, or remove the originalName declaration")
+            }
+        }
+    }
+
     /// The record with its top-level field `from` stored as `to`, or nil when it lacks `from`.
     private static func renaming(field from: UInt32, to: UInt32, in bytes: [UInt8], state: CollectionState, names: (String, String)) throws -> [UInt8]? {
         try bytes.withUnsafeBytes { buffer -> [UInt8]? in
@@ -324,6 +342,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
         let bytes = try RecordEncoder.encode(model, fields: &state.fields, collection: state.entry.collection)
         if state.fields.names.count != fieldCount { changedCatalog.insert(state.entry.collection) }
         try checkStoredTypes(bytes, of: M.self, state: &state)
+        try checkNoOriginalNames(in: bytes, of: M.self, state: state)
         states[state.entry.collection] = state
         let recordsTree = state.entry.recordsTree
         try maintainUndeclaredIndexes(of: M.self, key: key, old: { old == nil ? nil : try transaction.get(key, in: recordsTree) }, new: bytes, state: state)

@@ -35,6 +35,17 @@ struct Book: Model, Equatable {
     static let schema = Schema<Book>(primaryKey: \.id, indexes: [.index(\.year), .unique(\.title)])
 }
 
+/// A later `Book` that dropped `summary` and declares its fields.
+struct Catalogued: DescribedModel {
+    var id: Int64
+    var title: String
+    var author: String
+    var year: Int
+    static let collectionName = "Book"
+    static let storedFields: [StoredField<Catalogued>] = [.field(\.id), .field(\.title), .field(\.author), .field(\.year)]
+    static let schema = Schema<Catalogued>(primaryKey: \.id, indexes: [.index(\.year), .unique(\.title)])
+}
+
 /// A database with a collection, an index, an out-of-line value and a log tail.
 func makeLibrary() throws -> String {
     let path = NSTemporaryDirectory() + "storedump-" + UUID().uuidString + ".strata"
@@ -102,6 +113,18 @@ struct StoredumpTests {
         #expect(run.output.contains("primary key  id int"))
         #expect(run.output.contains("fields       id integer, title string, author string, year integer, summary string"))
         #expect(run.output.contains("index        title (title) unique, 41 entries"))
+    }
+
+    @Test("collections names the stored fields no model that declares its fields reads")
+    func unreadFields() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let storage = try StrataStorage(path: path)
+        try storage.persist(Catalogued(id: 50, title: "Book 50", author: "Lem", year: 2001))
+        try storage.close()
+        let run = try storedump("collections", path)
+        #expect(run.output.contains("read by      StoredumpTests.Catalogued: id, title, author, year"))
+        #expect(run.output.contains("unread       summary: stored, but no model that declares its fields reads them"))
     }
 
     @Test("frames lists every frame with its checksum, and filters by type")

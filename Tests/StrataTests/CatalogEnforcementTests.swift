@@ -209,9 +209,59 @@ struct CatalogEnforcementTests {
                 json["types"] = nil
                 try tx.put(Array(try JSONSerialization.data(withJSONObject: json)), forKey: key, in: "strata.catalog")
             }
-            let reopened = try StrataStorage(database: storage.database)
+            let reopened = StrataStorage(database: storage.database)
             #expect(throws: StorageError.self) { try reopened.persist(MemberWithTextAge(id: 6, name: "six", email: "six@x.org", age: "forty")) }
             try reopened.persist(Member(id: 6, name: "six", email: "six@x.org", age: 26))
+        }
+    }
+
+    /// `name` was stored as `fullName` before: a plain `Codable` model declares the rename.
+    struct RenamedMember: Model, Equatable {
+        var id: Int64
+        var fullName: String
+        var email: String
+        var age: Int
+        static let collectionName = "members"
+        static let storedFields: [StoredField<RenamedMember>] = [.field(\.fullName, originalName: "name")]
+        static let schema = Schema<RenamedMember>(primaryKey: \.id, indexes: [.unique(\.email), .index(\.age)])
+    }
+
+    @Test("a declared rename reads old records under the new name before any write, and the first write moves them")
+    func declaredRenameOfACodableModel() throws {
+        try Self.withStorage { storage, _ in
+            let fresh = StrataStorage(database: storage.database)
+            #expect(try fresh.read(RenamedMember.query()).map(\.fullName) == (1 ... 5).map { "m\($0)" })
+            #expect(try fresh.read(RenamedMember.filter(\.fullName == "m3")).map(\.id) == [3])
+            try fresh.persist(RenamedMember(id: 6, fullName: "m6", email: "m6@x.org", age: 26))
+            let collection = try CollectionInspector(snapshot: storage.database.snapshot()).collection("members")
+            #expect(collection.storedTypes?["fullName"] == "string")
+            #expect(collection.storedTypes?["name"] == nil)
+            #expect(try fresh.read(RenamedMember.query()).map(\.fullName) == (1 ... 6).map { "m\($0)" })
+        }
+    }
+
+    /// Declares `name` as the original name of a field while still storing a `name`.
+    struct ClashingRename: Model {
+        var id: Int64
+        var name: String
+        var alias: String
+        static let collectionName = "members"
+        static let storedFields: [StoredField<ClashingRename>] = [.field(\.alias, originalName: "name")]
+        static let schema = Schema<ClashingRename>(primaryKey: \.id)
+    }
+
+    @Test("a rename from a name a field still uses is refused, and the file is unchanged")
+    func renameFromAFieldInUseIsRefused() throws {
+        try Self.withStorage { storage, path in
+            try storage.database.checkpoint()
+            let before = try Self.fileBytes(path)
+            #expect {
+                try storage.persist(ClashingRename(id: 9, name: "n", alias: "a"))
+            } throws: { error in
+                guard case StorageError.schemaMismatch(_, let reason) = error else { return false }
+                return reason.contains("'alias' declares the original name 'name', which a current field still uses")
+            }
+            #expect(try Self.fileBytes(path) == before)
         }
     }
 }
