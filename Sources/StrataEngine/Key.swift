@@ -120,8 +120,19 @@ public enum KeyTag {
 }
 
 /// A value that can be an element of a `Key`.
+///
+/// An enum with a raw value becomes one by declaring it; its key is its raw value's, which
+/// is also what `Codable` stores, so an index on it orders as the stored values do:
+///
+/// ```swift
+/// enum Level: String, Codable, KeyComponent { case low, high }
+/// ```
 public protocol KeyComponent {
     func appendKey(to key: inout Key)
+}
+
+extension KeyComponent where Self: RawRepresentable, RawValue: KeyComponent {
+    public func appendKey(to key: inout Key) { rawValue.appendKey(to: &key) }
 }
 
 extension Int64: KeyComponent {
