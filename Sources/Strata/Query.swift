@@ -109,8 +109,8 @@ public struct Query<M: Model>: Sendable {
 
     /// Decodes only the named stored fields (plus those the conditions and sort read); the
     /// others read as zero or nil, and are never decoded — the article's "text fields without
-    /// the heavy pictures". Fields with no zero value (Date, UUID, URL, enums) must be kept.
-    /// Backends that keep no stored bytes (MemoryStorage) return whole records.
+    /// the heavy pictures". A left-out field with no zero value (Date, UUID, URL, enums) is
+    /// decoded from its stored value.
     public func only(_ fields: some Sequence<String>) -> Query {
         var copy = self
         copy.projection = .only(Set(fields))

@@ -32,6 +32,11 @@ public protocol StorageWriter: StorageReader {
     func erase<M: Model>(_ query: Query<M>) throws -> Int
     /// Deletes every model of the type.
     func eraseAll<M: Model>(_ type: M.Type) throws
+    /// Drops a secondary index. Indexes are never dropped implicitly — a model that does
+    /// not declare one leaves it in place and keeps it up to date — so this is the only way
+    /// to remove one.
+    /// - Throws: `StorageError.collectionNotFound` or `.indexNotFound`, naming what exists.
+    func dropIndex(_ index: String, from collection: String) throws
 }
 
 /// A store of models: the one protocol the DAO, ActiveRecord and Repository layers talk
@@ -100,6 +105,23 @@ extension StorageReader {
     public func first<M: Model>(_ query: Query<M>) throws -> M? { try read(query.limit(1)).first }
 
     public func exists<M: Model>(_ query: Query<M>) throws -> Bool { try first(query) != nil }
+}
+
+extension Storage {
+    /// Drops a secondary index, in a transaction of its own.
+    ///
+    /// Indexes are never dropped implicitly: a model type that does not declare one of its
+    /// collection's indexes leaves it in place and keeps it up to date. Stop declaring the
+    /// index in every model, then drop it:
+    ///
+    /// ```swift
+    /// try storage.dropIndex("age", from: User.collectionName)
+    /// ```
+    /// - Throws: `StorageError.collectionNotFound` or `.indexNotFound` (naming the indexes
+    ///   there are); `StorageError.nestedTransaction` inside a `write`.
+    public func dropIndex(_ index: String, from collection: String) throws {
+        try write { try $0.dropIndex(index, from: collection) }
+    }
 }
 
 extension StorageWriter {

@@ -29,21 +29,6 @@ public final class StrataStorage: Storage {
 
     public func close() throws { try database.close() }
 
-    /// Drops a secondary index: its tree and its catalog entry, in one transaction.
-    ///
-    /// Indexes are never dropped implicitly: a model type that does not declare one of its
-    /// collection's indexes leaves it in place and keeps it up to date. Stop declaring the
-    /// index in every model, then drop it:
-    ///
-    /// ```swift
-    /// try storage.dropIndex("age", from: User.collectionName)
-    /// ```
-    /// - Throws: `StorageError.collectionNotFound` or `.indexNotFound` (naming the indexes
-    ///   there are); `StorageError.nestedTransaction` inside a `write`.
-    public func dropIndex(_ index: String, from collection: String) throws {
-        try transact { try $0.dropIndex(index, from: collection) }
-    }
-
     public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R {
         try body(StrataReader(storage: self, engine: try database.snapshot()))
     }

@@ -35,7 +35,10 @@ public enum StorageConformance {
         public var description: String { name }
     }
 
-    public static let checks: [Check] = [
+    /// Every check: the core behaviour, then the catalog rules (`catalogChecks`).
+    public static var checks: [Check] { coreChecks + catalogChecks }
+
+    public static let coreChecks: [Check] = [
         Check(name: "create, then read by primary key") { storage in
             let user = Fixtures.users[0]
             try expect(try storage.create(user) == user, "create returns the model")

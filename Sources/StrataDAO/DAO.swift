@@ -267,7 +267,7 @@ extension DAO {
 }
 
 /// A type-erased `Storage`, for code that picks its backend at run time:
-/// `DAO(storage: AnyStorage(useMemory ? MemoryStorage() : try StrataStorage(path: p)), …)`.
+/// `DAO(storage: AnyStorage(useMemory ? try MemoryStorage() : try StrataStorage(path: p)), …)`.
 public struct AnyStorage: Storage {
     public let base: any Storage
 

@@ -81,6 +81,18 @@ public final class Database: Sendable {
         try self.init(path: path, options: options, fileSystem: POSIXFileSystem())
     }
 
+    /// A new, empty database held in memory: the same engine, format and checks as a file,
+    /// gone when the database is released. For tests and caches.
+    ///
+    /// ```swift
+    /// let database = try Database.inMemory()
+    /// ```
+    public static func inMemory(options: Options = Options()) throws -> Database {
+        var options = options
+        options.readOnly = false
+        return try Database(path: "memory.strata", options: options, fileSystem: MemoryFileSystem())
+    }
+
     init(path: String, options: Options, fileSystem: any FileSystem) throws {
         guard options.pageSize >= 512, options.pageSize <= 65536, options.pageSize.nonzeroBitCount == 1 else {
             throw StrataError.invalidOption("pageSize must be a power of two from 512 to 65536, not \(options.pageSize)")

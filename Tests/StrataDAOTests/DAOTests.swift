@@ -12,7 +12,7 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
 
     func make() throws -> any Storage {
         switch self {
-        case .memory: return MemoryStorage()
+        case .memory: return try MemoryStorage()
         case .strata: return try StrataStorage(path: Self.directory + "/" + UUID().uuidString + ".strata")
         }
     }
@@ -200,7 +200,7 @@ struct InboxService {
 
 @Test("app logic runs on MemoryStorage in a unit test, no database file needed")
 func appLogicWithMemoryStorage() throws {
-    let service = InboxService(dialogs: dialogs(MemoryStorage()))
+    let service = InboxService(dialogs: dialogs(try MemoryStorage()))
     try service.dialogs.persist([DialogPlainObject.sample(1, pinned: true), DialogPlainObject.sample(2, pinned: false), DialogPlainObject.sample(3, pinned: true)])
     #expect(try service.pinnedUnreadCount() == 2)
 }

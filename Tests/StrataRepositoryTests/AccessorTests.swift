@@ -75,6 +75,6 @@ struct AccessorTests {
 
     @Test("an entity whose schema does not auto-increment is refused")
     func schemaMustAutoIncrement() {
-        #expect(throws: StorageError.self) { try Accessor<PlainIDEntity>(storage: MemoryStorage()) }
+        #expect(throws: StorageError.self) { try Accessor<PlainIDEntity>(storage: try MemoryStorage()) }
     }
 }

@@ -4,7 +4,9 @@ import StrataEngine
 import Testing
 
 /// The catalog is the truth for a collection: what each model type writes is checked
-/// against it, and nothing a model does not mention is dropped or left stale.
+/// against it, and nothing a model does not mention is dropped or left stale. The rules
+/// every backend keeps are in the shared conformance suite (`StorageConformance.catalogChecks`);
+/// these are the file's own: bytes unchanged after a refusal, other processes, older files.
 @Suite("Catalog enforcement")
 struct CatalogEnforcementTests {
     struct Member: Model, Equatable {
@@ -24,37 +26,6 @@ struct CatalogEnforcementTests {
         var age: String
         static let collectionName = "members"
         static let schema = Schema<MemberWithTextAge>(primaryKey: \.id)
-    }
-
-    /// Declares no indexes at all.
-    struct PlainMember: Model {
-        var id: Int64
-        var name: String
-        var email: String
-        var age: Int
-        static let collectionName = "members"
-        static let schema = Schema<PlainMember>(primaryKey: \.id)
-    }
-
-    /// Compatible changes: a field removed (`name`), one added (`nickname`, optional), an
-    /// integer of another width (`age`), a field made optional (`email`).
-    struct EvolvedMember: Model, Equatable {
-        var id: Int64
-        var email: String?
-        var age: Int32
-        var nickname: String?
-        static let collectionName = "members"
-        static let schema = Schema<EvolvedMember>(primaryKey: \.id, indexes: [.unique(\.email), .index(\.age)])
-    }
-
-    /// The `email` index declared again, no longer unique.
-    struct MemberWithLooseEmail: Model {
-        var id: Int64
-        var name: String
-        var email: String
-        var age: Int
-        static let collectionName = "members"
-        static let schema = Schema<MemberWithLooseEmail>(primaryKey: \.id, indexes: [.index(\.email, name: "email")])
     }
 
     struct Person: Model {
@@ -99,48 +70,6 @@ struct CatalogEnforcementTests {
             }
             #expect(try Self.fileBytes(path) == before)
             #expect(try storage.count(Member.filter(\.age > 0)) == 5)
-        }
-    }
-
-    @Test("adding, removing and making a field optional, and another integer width, are accepted")
-    func compatibleChanges() throws {
-        try Self.withStorage { storage, _ in
-            try storage.persist(EvolvedMember(id: 7, email: nil, age: 44, nickname: "seven"))
-            try storage.persist(EvolvedMember(id: 8, email: "eight@x.org", age: 45, nickname: nil))
-            #expect(try storage.read(EvolvedMember.self, primaryKey: Int64(7)) == EvolvedMember(id: 7, email: nil, age: 44, nickname: "seven"))
-            #expect(try storage.read(EvolvedMember.self, primaryKey: Int64(1))?.age == 21)
-            #expect(try storage.count(Member.filter(\.age >= 44)) == 2)
-        }
-    }
-
-    @Test("a model that declares no indexes keeps the other model's unique index: a duplicate is refused")
-    func undeclaredUniqueIndexIsEnforced() throws {
-        try Self.withStorage { storage, _ in
-            #expect(throws: StorageError.uniqueViolation(collection: "members", index: "email", value: "(\"m1@x.org\")")) {
-                try storage.persist(PlainMember(id: 9, name: "copy", email: "m1@x.org", age: 1))
-            }
-            try storage.persist(PlainMember(id: 10, name: "ten", email: "ten@x.org", age: 77))
-            // Written by a model that does not declare the indexes, found through them.
-            #expect(try storage.read(Member.filter(\.age == 77)).map(\.id) == [10])
-            #expect(try storage.read(Member.filter(\.email == "ten@x.org")).map(\.id) == [10])
-            try storage.persist(PlainMember(id: 10, name: "ten", email: "ten@y.org", age: 78))
-            #expect(try storage.read(Member.filter(\.email == "ten@x.org")).isEmpty)
-            #expect(try storage.read(Member.filter(\.age == 78)).map(\.id) == [10])
-        }
-    }
-
-    @Test("a changed index definition is refused until the old one is dropped")
-    func changedIndexDefinition() throws {
-        try Self.withStorage { storage, _ in
-            #expect {
-                try storage.persist(MemberWithLooseEmail(id: 11, name: "e", email: "m1@x.org", age: 1))
-            } throws: { error in
-                guard case StorageError.schemaMismatch("members", let reason) = error else { return false }
-                return reason.contains("index 'email' is stored as unique (email)") && reason.contains("dropIndex")
-            }
-            try storage.dropIndex("email", from: "members")
-            try storage.persist(MemberWithLooseEmail(id: 11, name: "e", email: "m1@x.org", age: 1))
-            #expect(try storage.read(Member.filter(\.email == "m1@x.org")).map(\.id) == [1, 11])
         }
     }
 
@@ -212,31 +141,6 @@ struct CatalogEnforcementTests {
             let reopened = StrataStorage(database: storage.database)
             #expect(throws: StorageError.self) { try reopened.persist(MemberWithTextAge(id: 6, name: "six", email: "six@x.org", age: "forty")) }
             try reopened.persist(Member(id: 6, name: "six", email: "six@x.org", age: 26))
-        }
-    }
-
-    /// `name` was stored as `fullName` before: a plain `Codable` model declares the rename.
-    struct RenamedMember: Model, Equatable {
-        var id: Int64
-        var fullName: String
-        var email: String
-        var age: Int
-        static let collectionName = "members"
-        static let storedFields: [StoredField<RenamedMember>] = [.field(\.fullName, originalName: "name")]
-        static let schema = Schema<RenamedMember>(primaryKey: \.id, indexes: [.unique(\.email), .index(\.age)])
-    }
-
-    @Test("a declared rename reads old records under the new name before any write, and the first write moves them")
-    func declaredRenameOfACodableModel() throws {
-        try Self.withStorage { storage, _ in
-            let fresh = StrataStorage(database: storage.database)
-            #expect(try fresh.read(RenamedMember.query()).map(\.fullName) == (1 ... 5).map { "m\($0)" })
-            #expect(try fresh.read(RenamedMember.filter(\.fullName == "m3")).map(\.id) == [3])
-            try fresh.persist(RenamedMember(id: 6, fullName: "m6", email: "m6@x.org", age: 26))
-            let collection = try CollectionInspector(snapshot: storage.database.snapshot()).collection("members")
-            #expect(collection.storedTypes?["fullName"] == "string")
-            #expect(collection.storedTypes?["name"] == nil)
-            #expect(try fresh.read(RenamedMember.query()).map(\.fullName) == (1 ... 6).map { "m\($0)" })
         }
     }
 

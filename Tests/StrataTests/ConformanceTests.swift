@@ -17,6 +17,6 @@ struct ConformanceTests {
 
     @Test("MemoryStorage", arguments: StorageConformance.checks)
     func memory(_ check: StorageConformance.Check) throws {
-        try check.run(on: MemoryStorage())
+        try check.run(on: try MemoryStorage())
     }
 }

@@ -212,7 +212,7 @@ struct StrataStorageTests {
             p.score = Double(Int.random(in: 0 ... 20, using: &rng))
             return p
         }
-        let memory = MemoryStorage()
+        let memory = try MemoryStorage()
         try memory.persist(people)
         try withStorage(0) { s in
             try s.persist(people)

@@ -17,7 +17,7 @@ public enum W3 {
 
     /// A fresh storage of `kind` in `directory`.
     public static func storage(_ kind: String, directory: String) throws -> AnyStorage {
-        if kind == "memory" { return AnyStorage(MemoryStorage()) }
+        if kind == "memory" { return AnyStorage(try MemoryStorage()) }
         let path = directory + "/w3-\(UUID().uuidString).strata"
         return AnyStorage(try StrataStorage(path: path, options: .init(durability: .full)))
     }
