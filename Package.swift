@@ -45,8 +45,8 @@ let package = Package(
         // The behaviour every Storage backend must have, for backends' own test targets.
         .target(name: "StrataConformance", dependencies: ["Strata"]),
         .target(name: "StrataDAO", dependencies: ["Strata"]),
-        .target(name: "StrataRepository", dependencies: ["Strata", "StrataEngine"]),
-        .target(name: "StrataRecord", dependencies: ["Strata", "StrataEngine"]),
+        .target(name: "StrataRepository", dependencies: ["Strata"]),
+        .target(name: "StrataRecord", dependencies: ["Strata"]),
         .target(name: "StrataExamples", dependencies: ["Strata", "StrataDAO"]),
         .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine", "Strata", "StrataDAO", "StrataExamples", "StrataRepository", "StrataRecord"]),
         .executableTarget(name: "storedump", dependencies: [

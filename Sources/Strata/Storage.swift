@@ -58,6 +58,13 @@ public protocol Storage: Sendable {
     /// Runs `body` in a transaction that commits when it returns and rolls back, leaving
     /// nothing behind, when it throws.
     func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R
+    /// Releases what the storage holds open (a file, connections); later calls fail.
+    /// Storages that hold nothing open need not implement it.
+    func close() throws
+}
+
+extension Storage {
+    public func close() throws {}
 }
 
 /// Errors of the typed layer that every backend reports alike.

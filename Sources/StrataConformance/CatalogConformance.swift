@@ -1,6 +1,5 @@
 import Foundation
 import Strata
-import StrataEngine
 
 /// The catalog rules every backend keeps (README, "Changing your models"): a collection's
 /// field types and indexes are the truth, whichever model type writes to it.

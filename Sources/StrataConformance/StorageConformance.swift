@@ -1,6 +1,5 @@
 import Foundation
 import Strata
-import StrataEngine
 
 /// The behaviour every `Storage` must have, as a list of checks a backend's tests run.
 ///

@@ -1,6 +1,5 @@
 import Foundation
 import Strata
-import StrataEngine
 
 /// Failures of the DAO layer, naming the plain object involved.
 public enum DAOError: Error, CustomStringConvertible {
@@ -201,35 +200,35 @@ public final class DAO<S: Storage, T: Translator>: Sendable {
 // Async variants: the work runs off the cooperative pool, as the storage's async API does.
 extension DAO {
     public func persist(_ plains: [PlainModel]) async throws {
-        try await offloaded { try self.persist(plains) }
+        try await offload { try self.persist(plains) }
     }
 
     public func read() async throws -> [PlainModel] {
-        try await offloaded { try self.read() }
+        try await offload { try self.read() }
     }
 
     public func read(byPrimaryKey id: UniqueID) async throws -> PlainModel? {
-        try await offloaded { try self.read(byPrimaryKey: id) }
+        try await offload { try self.read(byPrimaryKey: id) }
     }
 
     public func read(_ query: Query<DatabaseModel>) async throws -> [PlainModel] {
-        try await offloaded { try self.read(query) }
+        try await offload { try self.read(query) }
     }
 
     public func persist(_ plain: PlainModel) async throws {
-        try await offloaded { try self.persist(plain) }
+        try await offload { try self.persist(plain) }
     }
 
     public func persist(_ plains: [PlainModel], erasingOthers: Bool) async throws {
-        try await offloaded { try self.persist(plains, erasingOthers: erasingOthers) }
+        try await offload { try self.persist(plains, erasingOthers: erasingOthers) }
     }
 
     public func read(byPrimaryKeys ids: [UniqueID]) async throws -> [PlainModel] {
-        try await offloaded { try self.read(byPrimaryKeys: ids) }
+        try await offload { try self.read(byPrimaryKeys: ids) }
     }
 
     public func read(predicatedBy predicate: Predicate<DatabaseModel>) async throws -> [PlainModel] {
-        try await offloaded { try self.read(predicatedBy: predicate) }
+        try await offload { try self.read(predicatedBy: predicate) }
     }
 
     public func read<V: Comparable>(predicatedBy predicate: Predicate<DatabaseModel>, orderedBy keyPath: KeyPath<DatabaseModel, V> & Sendable,
@@ -238,41 +237,24 @@ extension DAO {
         var query = Query<DatabaseModel>().filter(predicate).sorted(by: keyPath, ascending: ascending).offset(offset)
         if let limit { query = query.limit(limit) }
         let built = query
-        return try await offloaded { try self.read(built) }
+        return try await offload { try self.read(built) }
     }
 
     public func count(predicatedBy predicate: Predicate<DatabaseModel>? = nil) async throws -> Int {
-        try await offloaded { try self.count(predicatedBy: predicate) }
+        try await offload { try self.count(predicatedBy: predicate) }
     }
 
     public func erase() async throws {
-        try await offloaded { try self.erase() }
+        try await offload { try self.erase() }
     }
 
     @discardableResult
     public func erase(byPrimaryKeys ids: [UniqueID]) async throws -> Int {
-        try await offloaded { try self.erase(byPrimaryKeys: ids) }
+        try await offload { try self.erase(byPrimaryKeys: ids) }
     }
 
     @discardableResult
     public func erase(predicatedBy predicate: Predicate<DatabaseModel>) async throws -> Int {
-        try await offloaded { try self.erase(predicatedBy: predicate) }
+        try await offload { try self.erase(predicatedBy: predicate) }
     }
-
-    private func offloaded<R: Sendable>(_ work: @escaping @Sendable () throws -> R) async throws -> R {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-        }
-    }
-}
-
-/// A type-erased `Storage`, for code that picks its backend at run time:
-/// `DAO(storage: AnyStorage(useMemory ? try MemoryStorage() : try StrataStorage(path: p)), …)`.
-public struct AnyStorage: Storage {
-    public let base: any Storage
-
-    public init(_ base: any Storage) { self.base = base }
-
-    public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R { try base.read(body) }
-    public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R { try base.write(body) }
 }

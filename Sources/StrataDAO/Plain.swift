@@ -1,5 +1,5 @@
 import Foundation
-import StrataEngine
+import Strata
 
 /// The identifier of a plain object: a string or an integer, as in the DAO talk. Converts
 /// to the database model's primary key.

@@ -22,9 +22,9 @@ struct NoteEntity: Entity {
     static let schema = Schema<NoteEntity>.autoIncrementing(\.id)
 }
 
-func repositoryTour(database: Database, storage: StrataStorage) async throws {
+func repositoryTour(storage: StrataStorage) async throws {
     section("CRUD repository: the article's client code, on a table of this file")
-    let repository = try StrataCRUDRepository(database: database, table: "clients")
+    let repository = StrataCRUDRepository(storage: storage, table: "clients")
     try await repository.create(id: "client", item: Client(name: "Chill Client"))
     var clientRecord: Client = try await repository.read(id: "client")
     print("Client Name: \(clientRecord.name)")
@@ -40,7 +40,7 @@ func repositoryTour(database: Database, storage: StrataStorage) async throws {
     }
 
     section("Data sources: a memory cache in front of the disk, cache-through")
-    let disk = RepositoryDataSource<Book>(try StrataCRUDRepository(database: database, table: "books"))
+    let disk = RepositoryDataSource<Book>(StrataCRUDRepository(storage: storage, table: "books"))
     for book in [Book(id: "978-0262510875", title: "Structure and Interpretation of Computer Programs"),
                  Book(id: "978-0201633610", title: "Design Patterns")] {
         try await disk.upsert(book)

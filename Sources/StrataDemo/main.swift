@@ -116,7 +116,7 @@ do {
     try dialogs.erase(byPrimaryKey: 2)
     print("erased dialog 2 and, by its translator, its messages: \(try dialogs.count()) dialogs, \(try storage.count(MessageModel.self)) messages")
 
-    try await repositoryTour(database: db, storage: storage)
+    try await repositoryTour(storage: storage)
     try recordTour(storage: storage)
 
     section("Checkpoint, space and compaction")

@@ -1,6 +1,5 @@
 import Foundation
 import Strata
-import StrataEngine
 
 /// A query that runs only when asked (the article's lazy fetcher): conditions, order,
 /// window, then `fetch()`, `first()` or `count()`. Conditions on indexed fields use the

@@ -1,6 +1,5 @@
 import Foundation
 import Strata
-import StrataEngine
 import Synchronization
 
 /// Where records are stored and read: a database, or a transaction open on one. Every record
@@ -11,25 +10,29 @@ public protocol RecordContext: Sendable {
     func read<R>(_ body: (any StorageReader) throws -> R) throws -> R
 }
 
-/// A Strata database file holding records. The app chooses the file's location (the
-/// article's Caches vs Documents):
+/// Where records live: any `Storage` — a Strata file, memory in tests, or another backend.
+/// The app chooses the file's location (the article's Caches vs Documents):
 ///
 /// ```swift
 /// let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0]
 /// let db = try RecordDatabase(path: caches.appendingPathComponent("app.strata").path)
 /// RecordDatabase.default = db          // optional: lets `user.save()` omit `on:`
+///
+/// let testDB = RecordDatabase(storage: try MemoryStorage())   // the same records, in memory
 /// ```
 public final class RecordDatabase: RecordContext {
-    public let storage: StrataStorage
+    public let storage: any Storage
     /// The thread running a transaction on this database, to refuse nesting instead of
     /// waiting for itself.
     private let transactionThread = Mutex<pthread_t?>(nil)
 
-    public init(path: String, options: Database.Options = Database.Options()) throws {
+    /// Records in the Strata file at `path` (created when missing).
+    public init(path: String, options: StrataStorage.Options = StrataStorage.Options()) throws {
         storage = try StrataStorage(path: path, options: options)
     }
 
-    public init(storage: StrataStorage) { self.storage = storage }
+    /// Records in `storage`.
+    public init(storage: any Storage) { self.storage = storage }
 
     public func close() throws { try storage.close() }
 

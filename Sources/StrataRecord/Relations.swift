@@ -1,6 +1,5 @@
 import Foundation
 import Strata
-import StrataEngine
 
 /// Relations between records (the article's belongsTo, hasMany and hasManyThrough), through
 /// foreign-key fields: a child stores its parent's id in an `Int64?` field. Every helper

@@ -1,6 +1,5 @@
 import Foundation
 import Strata
-import StrataEngine
 
 /// One failed validation: which model, which field, and a key naming the rule — a value an
 /// app maps to its own localized message (the article's `ARError`), never prose.

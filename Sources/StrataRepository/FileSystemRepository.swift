@@ -1,5 +1,5 @@
 import Foundation
-import StrataEngine
+import Strata
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,60 +1,69 @@
 import Foundation
 import Strata
-import StrataEngine
 
-/// Items in a tree of a Strata database (`repository:TABLE`), keyed by the id's UTF-8 bytes
-/// (not normalized: ids that differ in any byte are different items). Batches are one
-/// transaction: all or nothing, durable when the call returns.
-public final class StrataBackend: RepositoryBackend {
-    public let database: Database
-    public let tree: String
+/// One repository item as a typed record: the table and id it is stored under, and the
+/// bytes its transformer wrote. Every table of a storage shares one collection.
+struct RepositoryItem: Model {
+    var table: String
+    var id: String
+    var data: Data
+    static let collectionName = "repository.items"
+    static let schema = Schema<RepositoryItem>(primaryKey: \.table, \.id)
+}
 
-    /// A table in `database`; several tables can share one database file.
-    public init(database: Database, table: String) throws {
-        self.database = database
-        self.tree = "repository:" + table
-        try database.write { try $0.createTree(tree, ifNotExists: true) }
+/// Items of one table, stored through any `Storage` — a Strata file, memory, or another
+/// backend — as records of the `repository.items` collection keyed by (table, id). Ids are
+/// compared as they are (not normalized). Batches are one transaction: all or nothing.
+public final class StorageBackend: RepositoryBackend {
+    public let storage: any Storage
+    public let table: String
+
+    /// Table `table` of `storage`; several tables can share one storage.
+    public init(storage: any Storage, table: String) {
+        self.storage = storage
+        self.table = table
     }
 
-    /// Opens (creating when missing) the database at `path`.
+    /// Table `table` of the Strata file at `path` (created when missing).
     public convenience init(path: String, table: String) throws {
-        try self.init(database: Database(path: path), table: table)
+        self.init(storage: try StrataStorage(path: path), table: table)
     }
 
-    /// "i" + UTF-8: the engine's keys cannot be empty, ids can.
-    static func key(_ id: String) -> [UInt8] { [0x69] + Array(id.utf8) }
+    private func key(_ id: String) -> Key { Key(table, id) }
 
     public func load(_ id: String) throws -> Data? {
-        try database.read { try $0.withValue(Self.key(id), in: tree) { Data($0) } }
+        try storage.read(RepositoryItem.self, primaryKey: key(id))?.data
     }
 
     public func insert(_ items: [(id: String, data: Data)]) throws {
-        try database.write { tx in
-            try checkInsert(items.map(\.id)) { try tx.contains(Self.key($0), in: tree) }
-            for (id, data) in items { try tx.put([UInt8](data), forKey: Self.key(id), in: tree) }
+        try storage.write { tx in
+            try checkInsert(items.map(\.id)) { try tx.read(RepositoryItem.self, primaryKey: key($0)) != nil }
+            for (id, data) in items { try tx.create(RepositoryItem(table: table, id: id, data: data)) }
         }
     }
 
     public func replace(_ id: String, with data: Data) throws {
-        try database.write { tx in
-            guard try tx.contains(Self.key(id), in: tree) else { throw RepositoryError.recordNotFound(id: id) }
-            try tx.put([UInt8](data), forKey: Self.key(id), in: tree)
+        try storage.write { tx in
+            guard try tx.read(RepositoryItem.self, primaryKey: key(id)) != nil else { throw RepositoryError.recordNotFound(id: id) }
+            try tx.persist(RepositoryItem(table: table, id: id, data: data))
         }
     }
 
     public func remove(_ ids: [String]) throws {
-        try database.write { tx in
-            try checkRemove(ids) { try tx.contains(Self.key($0), in: tree) }
-            for id in ids { _ = try tx.delete(Self.key(id), in: tree) }
+        try storage.write { tx in
+            try checkRemove(ids) { try tx.read(RepositoryItem.self, primaryKey: key($0)) != nil }
+            for id in ids { try tx.erase(RepositoryItem.self, primaryKey: key(id)) }
         }
     }
 
+    /// Ids in order, from the first at or after `prefix`, while they start with it.
     public func ids(prefix: String, limit: Int?) throws -> [String] {
-        try database.read { snapshot in
+        let table = table
+        return try storage.read { reader in
             var ids: [String] = []
-            try snapshot.scan(tree, in: .prefix(Self.key(prefix))) { key, _ in
-                if let limit, ids.count >= limit { return false }
-                ids.append(String(decoding: key.dropFirst(), as: UTF8.self))
+            try reader.forEach(RepositoryItem.filter(\.table == table && \.id >= prefix).sorted(by: \.id)) { item in
+                guard item.id.utf8.starts(with: prefix.utf8), limit.map({ ids.count < $0 }) ?? true else { return false }
+                ids.append(item.id)
                 return true
             }
             return ids
@@ -62,15 +71,16 @@ public final class StrataBackend: RepositoryBackend {
     }
 }
 
-public typealias StrataCRUDRepository = BackendRepository<StrataBackend>
+public typealias StrataCRUDRepository = BackendRepository<StorageBackend>
 
-extension BackendRepository where Backend == StrataBackend {
-    /// A repository in table `table` of the Strata database at `path`.
+extension BackendRepository where Backend == StorageBackend {
+    /// A repository in table `table` of the Strata file at `path`.
     public init(path: String, table: String, transformer: any DataTransformer = JSONDataTransformer()) throws {
-        self.init(backend: try StrataBackend(path: path, table: table), transformer: transformer)
+        self.init(backend: try StorageBackend(path: path, table: table), transformer: transformer)
     }
 
-    public init(database: Database, table: String, transformer: any DataTransformer = JSONDataTransformer()) throws {
-        self.init(backend: try StrataBackend(database: database, table: table), transformer: transformer)
+    /// A repository in table `table` of `storage`.
+    public init(storage: any Storage, table: String, transformer: any DataTransformer = JSONDataTransformer()) {
+        self.init(backend: StorageBackend(storage: storage, table: table), transformer: transformer)
     }
 }

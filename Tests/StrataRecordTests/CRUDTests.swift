@@ -5,9 +5,9 @@ import Testing
 
 @Suite("ActiveRecord: CRUD, timestamps, ignored fields")
 struct CRUDTests {
-    @Test("save inserts with id and timestamps; find, all, count, update, delete, deleteAll")
-    func crud() throws {
-        try withDatabase { db, _ in
+    @Test("save inserts with id and timestamps; find, all, count, update, delete, deleteAll", arguments: RecordBackend.allCases)
+    func crud(_ backend: RecordBackend) throws {
+        try withDatabase(backend) { db, _ in
             var ada = User(name: "Ada", email: "ada@example.com", age: 36)
             #expect(ada.isNew)
             try ada.save(on: db)
@@ -28,9 +28,9 @@ struct CRUDTests {
         }
     }
 
-    @Test("an ignored field is never stored and reads back empty")
-    func ignoredField() throws {
-        try withDatabase { db, _ in
+    @Test("an ignored field is never stored and reads back empty", arguments: RecordBackend.allCases)
+    func ignoredField(_ backend: RecordBackend) throws {
+        try withDatabase(backend) { db, _ in
             var user = User(name: "Ada", email: "ada@example.com")
             user.sessionToken = "secret"
             try user.save(on: db)
@@ -39,18 +39,18 @@ struct CRUDTests {
         }
     }
 
-    @Test("update and delete of a record never saved are clear errors")
-    func unsavedRecord() throws {
-        try withDatabase { db, _ in
+    @Test("update and delete of a record never saved are clear errors", arguments: RecordBackend.allCases)
+    func unsavedRecord(_ backend: RecordBackend) throws {
+        try withDatabase(backend) { db, _ in
             var user = User(name: "Ada", email: "ada@example.com")
             #expect(throws: RecordDatabaseError.notSaved(model: "User")) { try user.update(on: db) }
             #expect(throws: RecordDatabaseError.notSaved(model: "User")) { try user.delete(on: db) }
         }
     }
 
-    @Test("records work without a global database, and with the optional default")
-    func defaultDatabase() throws {
-        try withDatabase { db, _ in
+    @Test("records work without a global database, and with the optional default", arguments: RecordBackend.allCases)
+    func defaultDatabase(_ backend: RecordBackend) throws {
+        try withDatabase(backend) { db, _ in
             RecordDatabase.default = db
             defer { RecordDatabase.default = nil }
             var user = User(name: "Ada", email: "ada@example.com")

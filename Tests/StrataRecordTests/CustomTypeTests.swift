@@ -35,9 +35,9 @@ struct CustomTypeTests {
         static let schema = Schema<StoredLabel>(primaryKey: \.id)
     }
 
-    @Test("a custom column type round-trips through its stored representation")
-    func customType() throws {
-        try withDatabase { db, _ in
+    @Test("a custom column type round-trips through its stored representation", arguments: RecordBackend.allCases)
+    func customType(_ backend: RecordBackend) throws {
+        try withDatabase(backend) { db, _ in
             var label = Label(color: RGBColor(red: 255, green: 136, blue: 0))
             try label.save(on: db)
             #expect(try Label.find(label.id, on: db)?.color == RGBColor(red: 255, green: 136, blue: 0))

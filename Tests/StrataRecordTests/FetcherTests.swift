@@ -51,9 +51,9 @@ struct FetcherTests {
 
 @Suite("ActiveRecord: projections")
 struct ProjectionFetchTests {
-    @Test("only/except decode some fields; saving a projected record keeps the others")
-    func projections() throws {
-        try withDatabase { db, _ in
+    @Test("only/except decode some fields; saving a projected record keeps the others", arguments: RecordBackend.allCases)
+    func projections(_ backend: RecordBackend) throws {
+        try withDatabase(backend) { db, _ in
             var ada = User(name: "Ada", email: "ada@example.com", age: 36)
             try ada.save(on: db)
             var slim = try #require(try User.query(on: db).only(\.name).first())

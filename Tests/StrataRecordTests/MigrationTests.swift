@@ -71,9 +71,9 @@ struct MigrationTests {
         }
     }
 
-    @Test("checkRecords names a model that no longer matches the file")
-    func recordCheck() throws {
-        try withDatabase { db, _ in
+    @Test("checkRecords names a model that no longer matches the file", arguments: RecordBackend.allCases)
+    func recordCheck(_ backend: RecordBackend) throws {
+        try withDatabase(backend) { db, _ in
             struct Wrong: ActiveRecord {
                 var id: Int64 = 0
                 var createdAt = Date()

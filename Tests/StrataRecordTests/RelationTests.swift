@@ -5,9 +5,9 @@ import Testing
 
 @Suite("ActiveRecord: relations and dependency rules")
 struct RelationTests {
-    @Test("belongsTo and hasMany: set the parent, list, add and remove children")
-    func belongsToAndHasMany() throws {
-        try withDatabase { db, _ in
+    @Test("belongsTo and hasMany: set the parent, list, add and remove children", arguments: RecordBackend.allCases)
+    func belongsToAndHasMany(_ backend: RecordBackend) throws {
+        try withDatabase(backend) { db, _ in
             var group = Group(title: "Engines")
             try group.save(on: db)
             var ada = User(name: "Ada", email: "ada@example.com")
@@ -24,9 +24,9 @@ struct RelationTests {
         }
     }
 
-    @Test("relations need saved records")
-    func unsavedRecords() throws {
-        try withDatabase { db, _ in
+    @Test("relations need saved records", arguments: RecordBackend.allCases)
+    func unsavedRecords(_ backend: RecordBackend) throws {
+        try withDatabase(backend) { db, _ in
             let group = Group(title: "Unsaved")
             var user = User(name: "Ada", email: "ada@example.com")
             #expect(throws: RecordDatabaseError.notSaved(model: "Group")) { try user.setParent(group, \.groupId, on: db) }
@@ -34,9 +34,9 @@ struct RelationTests {
         }
     }
 
-    @Test("hasManyThrough: link, list and unlink through a join record")
-    func hasManyThrough() throws {
-        try withDatabase { db, _ in
+    @Test("hasManyThrough: link, list and unlink through a join record", arguments: RecordBackend.allCases)
+    func hasManyThrough(_ backend: RecordBackend) throws {
+        try withDatabase(backend) { db, _ in
             var ada = User(name: "Ada", email: "ada@example.com")
             try ada.save(on: db)
             var engine = Project(name: "Analytical Engine")
@@ -53,9 +53,9 @@ struct RelationTests {
         }
     }
 
-    @Test("destroy cascades two levels deep; nullify detaches; all in one transaction")
-    func destroyAndNullify() throws {
-        try withDatabase { db, _ in
+    @Test("destroy cascades two levels deep; nullify detaches; all in one transaction", arguments: RecordBackend.allCases)
+    func destroyAndNullify(_ backend: RecordBackend) throws {
+        try withDatabase(backend) { db, _ in
             var group = Group(title: "Engines")
             try group.save(on: db)
             var ada = User(name: "Ada", email: "ada@example.com")
@@ -86,9 +86,9 @@ struct RelationTests {
         static let dependents: [Dependent<Member>] = [.restrict(Membership.self, \.userId)]
     }
 
-    @Test("restrict refuses the delete while children exist, and deletes nothing")
-    func restrict() throws {
-        try withDatabase { db, _ in
+    @Test("restrict refuses the delete while children exist, and deletes nothing", arguments: RecordBackend.allCases)
+    func restrict(_ backend: RecordBackend) throws {
+        try withDatabase(backend) { db, _ in
             var member = Member()
             try member.save(on: db)
             var link = Membership(userId: member.id)

@@ -30,10 +30,20 @@ struct NotReserved: RecordValidator {
     func validate(_ value: String) -> [ValidationError.Key] { ["admin", "root"].contains(value) ? ["reserved"] : [] }
 }
 
-func withDatabase(_ body: (RecordDatabase, String) throws -> Void) throws {
+/// The storages the record layer's behaviour is checked on: the same tests, each backend.
+enum RecordBackend: String, CaseIterable, CustomStringConvertible {
+    case strata, memory
+    var description: String { rawValue }
+}
+
+/// Runs `body` on a new, empty database of `backend`; the path is the file's (for `.strata`).
+func withDatabase(_ backend: RecordBackend = .strata, _ body: (RecordDatabase, String) throws -> Void) throws {
     let path = NSTemporaryDirectory() + "strata-record-" + UUID().uuidString + ".strata"
     defer { try? FileManager.default.removeItem(atPath: path) }
-    let db = try RecordDatabase(path: path)
+    let db = switch backend {
+    case .strata: try RecordDatabase(path: path)
+    case .memory: RecordDatabase(storage: try MemoryStorage())
+    }
     try body(db, path)
     try? db.close()
 }

@@ -5,9 +5,9 @@ import Testing
 
 @Suite("ActiveRecord: transactions")
 struct TransactionTests {
-    @Test("a transaction commits when its block returns")
-    func commits() throws {
-        try withDatabase { db, _ in
+    @Test("a transaction commits when its block returns", arguments: RecordBackend.allCases)
+    func commits(_ backend: RecordBackend) throws {
+        try withDatabase(backend) { db, _ in
             try db.transaction { tx in
                 for i in 0 ..< 10 {
                     var user = User(name: "User \(i)", email: "u\(i)@example.com")
@@ -42,9 +42,9 @@ struct TransactionTests {
         }
     }
 
-    @Test("transactions do not nest: a second one inside the first is a clear error")
-    func nestingIsAnError() throws {
-        try withDatabase { db, _ in
+    @Test("transactions do not nest: a second one inside the first is a clear error", arguments: RecordBackend.allCases)
+    func nestingIsAnError(_ backend: RecordBackend) throws {
+        try withDatabase(backend) { db, _ in
             #expect(throws: RecordDatabaseError.nestedTransaction) {
                 try db.transaction { _ in try db.transaction { _ in } }
             }

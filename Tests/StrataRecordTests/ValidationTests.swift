@@ -5,9 +5,9 @@ import Testing
 
 @Suite("ActiveRecord: validations")
 struct ValidationTests {
-    @Test("each rule reports model, field and key; an invalid record stores nothing")
-    func rules() throws {
-        try withDatabase { db, _ in
+    @Test("each rule reports model, field and key; an invalid record stores nothing", arguments: RecordBackend.allCases)
+    func rules(_ backend: RecordBackend) throws {
+        try withDatabase(backend) { db, _ in
             var user = User(name: " ", email: "not-an-email", age: 200)
             let errors = try user.errors(on: db)
             #expect(Set(errors) == [
@@ -30,9 +30,9 @@ struct ValidationTests {
         }
     }
 
-    @Test("uniqueness: a taken value is an error before writing")
-    func uniqueness() throws {
-        try withDatabase { db, _ in
+    @Test("uniqueness: a taken value is an error before writing", arguments: RecordBackend.allCases)
+    func uniqueness(_ backend: RecordBackend) throws {
+        try withDatabase(backend) { db, _ in
             var ada = User(name: "Ada", email: "ada@example.com")
             try ada.save(on: db)
             var copy = User(name: "Copy", email: "ada@example.com")

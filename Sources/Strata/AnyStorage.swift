@@ -1,0 +1,14 @@
+/// A type-erased `Storage`, for code that picks its backend at run time:
+///
+/// ```swift
+/// let storage = AnyStorage(inTests ? try MemoryStorage() : try StrataStorage(path: path))
+/// ```
+public struct AnyStorage: Storage {
+    public let base: any Storage
+
+    public init(_ base: any Storage) { self.base = base }
+
+    public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R { try base.read(body) }
+    public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R { try base.write(body) }
+    public func close() throws { try base.close() }
+}
