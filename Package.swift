@@ -27,7 +27,7 @@ let package = Package(
         // The ecosystem's logging API: the engine reports what it repairs or cannot do.
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // For StrataMacros only.
-        .package(url: "https://github.com/swiftlang/swift-syntax", "602.0.0" ..< "603.0.0"),
+        .package(url: "https://github.com/swiftlang/swift-syntax", "603.0.0" ..< "604.0.0"),
     ],
     targets: [
         .systemLibrary(
