@@ -47,10 +47,14 @@ public struct ModelDescription<M>: @unchecked Sendable {
     /// The declared fields, in declaration order.
     public let fields: [StoredField<M>]
     private let byKeyPath: [AnyKeyPath: Int]
+    /// Declared renames, as (earlier name, current name). Kept, not computed: every
+    /// collection access and write consults it.
+    let renames: [(from: String, to: String)]
 
     init(fields: [StoredField<M>]) {
         self.fields = fields
         byKeyPath = Dictionary(fields.enumerated().map { ($1.keyPath as AnyKeyPath, $0) }, uniquingKeysWith: { first, _ in first })
+        renames = fields.flatMap { field in field.originalNames.map { (from: $0, to: field.name) } }
     }
 
     /// The declared field `keyPath` reads, or nil.
@@ -61,11 +65,6 @@ public struct ModelDescription<M>: @unchecked Sendable {
     /// The stored name of the field `keyPath` reads.
     public func name(of keyPath: AnyKeyPath) -> String {
         field(keyPath)?.name ?? FieldPath<M>.propertyName(of: keyPath)
-    }
-
-    /// Declared renames, as (earlier name, current name).
-    var renames: [(from: String, to: String)] {
-        fields.flatMap { field in field.originalNames.map { (from: $0, to: field.name) } }
     }
 
     /// Why the declarations cannot be used, or nil when they can.
