@@ -21,7 +21,9 @@ build() {
     mkdir -p "$OUT"
     # The engine's only package dependency, swift-log, comes from the package's checkout.
     [ -d .build/checkouts/swift-log ] || swift package resolve >/dev/null
-    local sources=(Sources/StrataEngine/*.swift Sources/Strata/*.swift Fuzz/StrataFuzz.swift)
+    local strata
+    mapfile -t strata < <(find Sources/Strata -name '*.swift' | sort)
+    local sources=(Sources/StrataEngine/*.swift "${strata[@]}" Fuzz/StrataFuzz.swift)
     local newest
     newest=$(ls -t "${sources[@]}" scripts/fuzz.sh | head -1)
     if [ -x "$BINARY" ] && [ "$BINARY" -nt "$newest" ]; then return; fi
@@ -33,7 +35,7 @@ build() {
     swiftc -emit-library -static -emit-module -module-name StrataEngine -enable-testing -sanitize=fuzzer,address "${flags[@]}" \
         Sources/StrataEngine/*.swift -o "$OUT/libStrataEngine.a" -emit-module-path "$OUT/StrataEngine.swiftmodule"
     swiftc -emit-library -static -emit-module -module-name Strata -enable-testing -sanitize=fuzzer,address "${flags[@]}" \
-        Sources/Strata/*.swift -o "$OUT/libStrata.a" -emit-module-path "$OUT/Strata.swiftmodule"
+        "${strata[@]}" -o "$OUT/libStrata.a" -emit-module-path "$OUT/Strata.swiftmodule"
     swiftc -sanitize=fuzzer,address "${flags[@]}" Fuzz/StrataFuzz.swift \
         "$OUT/libStrata.a" "$OUT/libStrataEngine.a" "$OUT/libLogging.a" -llz4 -o "$BINARY"
 }
