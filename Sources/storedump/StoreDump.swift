@@ -12,7 +12,7 @@ struct StoreDump: ParsableCommand {
         commandName: "storedump",
         abstract: "Inspect, verify and compact Strata database files.",
         discussion: "Every subcommand is read-only except compact. Add --json for machine-readable output.",
-        subcommands: [Info.self, Collections.self, Frames.self, Tree.self, Dump.self, Get.self, Find.self, Verify.self, Stats.self, Compact.self])
+        subcommands: [Info.self, Collections.self, Frames.self, Tree.self, Dump.self, Get.self, Find.self, Verify.self, Stats.self, Compact.self, Export.self, Import.self])
 
     /// Parses and runs as ArgumentParser does, except that a command-line mistake prints one
     /// line naming it (not the whole help) and exits 2, like every other error storedump
@@ -414,6 +414,61 @@ struct Compact: ParsableCommand {
             try db.close()
             if options.json { return try Output.json(Result(bytesBefore: result.bytesBefore, bytesAfter: result.bytesAfter, output: target)) }
             print("compacted \(target): \(Output.bytes(result.bytesBefore)) -> \(Output.bytes(result.bytesAfter))")
+        }
+    }
+}
+
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Write collections as JSON lines: each collection's catalog entry, then its records.")
+    @Argument(help: "The database file.") var file: String
+    @Option(help: "Only these collections (comma-separated).") var collections: String?
+    @Option(help: "Write here instead of standard output.") var output: String?
+
+    func run() throws {
+        try reporting {
+            guard FileManager.default.fileExists(atPath: file) else { throw StoreDumpError("no such file: \(file)") }
+            var options = StrataStorage.Options()
+            options.readOnly = true
+            let storage = try StrataStorage(path: file, options: options)
+            defer { try? storage.close() }
+            let names = collections.map { $0.split(separator: ",").map(String.init) }
+            if let output {
+                guard FileManager.default.createFile(atPath: output, contents: nil), let handle = FileHandle(forWritingAtPath: output) else {
+                    throw StoreDumpError("cannot create \(output)")
+                }
+                defer { try? handle.close() }
+                let count = try storage.exportJSONLines(collections: names) { try handle.write(contentsOf: Data(($0 + "\n").utf8)) }
+                print("exported \(count) records to \(output)")
+            } else {
+                try storage.exportJSONLines(collections: names) { print($0) }
+            }
+        }
+    }
+}
+
+struct Import: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Read JSON lines written by export into a file (created when missing), in one transaction.")
+    @Argument(help: "The database file.") var file: String
+    @Option(help: "The JSON lines to read; - for standard input.") var from: String
+
+    func run() throws {
+        try reporting {
+            let text: String
+            if from == "-" {
+                text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            } else {
+                guard let data = FileManager.default.contents(atPath: from) else { throw StoreDumpError("no such file: \(from)") }
+                text = String(decoding: data, as: UTF8.self)
+            }
+            let storage = try StrataStorage(path: file)
+            defer { try? storage.close() }
+            let report = try storage.importJSONLines(text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
+            for (collection, count) in report.records.sorted(by: { $0.key < $1.key }) {
+                print("\(collection): \(count) records imported")
+            }
+            for (collection, indexes) in report.indexesLeftToTheModel.sorted(by: { $0.key < $1.key }) {
+                print("\(collection): indexes on computed values left for the model to build: \(indexes.joined(separator: ", "))")
+            }
         }
     }
 }

@@ -127,6 +127,25 @@ struct StoredumpTests {
         #expect(run.output.contains("unread       summary: stored, but no model that declares its fields reads them"))
     }
 
+    @Test("export writes JSON lines that import turns into a file with the same records; a bad line names its number")
+    func exportAndImport() throws {
+        let path = try makeLibrary()
+        let lines = path + ".jsonl", copy = path + ".copy.strata"
+        defer { for p in [path, lines, copy] { try? FileManager.default.removeItem(atPath: p) } }
+        #expect(try storedump("export", path, "--output", lines).output == "exported 41 records to \(lines)\n")
+        let imported = try storedump("import", copy, "--from", lines)
+        #expect(imported.status == 0)
+        #expect(imported.output == "Book: 41 records imported\n")
+        #expect(try storedump("dump", copy, "Book").output == storedump("dump", path, "Book").output)
+        #expect(try storedump("verify", copy).output.contains("clean"))
+
+        try "{\"collection\":\"Book\",\"record\":{\"id\":1}}\n".write(toFile: lines, atomically: true, encoding: .utf8)
+        let bad = try storedump("import", copy, "--from", lines)
+        #expect(bad.status == 2)
+        #expect(bad.errors.contains("line 1:"))
+        #expect(bad.errors.contains("nothing was imported"))
+    }
+
     @Test("frames lists every frame with its checksum, and filters by type")
     func framesList() throws {
         let path = try makeLibrary()

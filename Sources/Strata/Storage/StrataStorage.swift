@@ -38,7 +38,7 @@ public final class StrataStorage: Storage {
     }
 
     /// Runs `body` in a write transaction: commits when it returns, rolls back when it throws.
-    private func transact<R>(_ body: (StrataWriter) throws -> R) throws -> R {
+    func transact<R>(_ body: (StrataWriter) throws -> R) throws -> R {
         let transaction: WriteTransaction
         do {
             transaction = try database.beginWrite()

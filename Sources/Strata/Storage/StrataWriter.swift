@@ -396,6 +396,66 @@ final class StrataWriter: CollectionReading, StorageWriter {
         }
     }
 
+    // MARK: Importing records without their model
+
+    /// Creates `entry`'s collection when the file lacks it (its field table and types are
+    /// rebuilt from the records imported; indexes on computed values are left for the model
+    /// to build), or checks that the file's agrees on the primary key. Returns the indexes
+    /// left out.
+    func importCatalog(_ entry: CatalogEntry) throws -> [String] {
+        let name = entry.collection
+        if var state = try states[name] ?? storage.collectionForWriting(name, in: transaction) {
+            guard state.entry.primaryKey == entry.primaryKey else {
+                throw StorageError.schemaMismatch(collection: name, reason: "the file's primary key is \(state.entry.primaryKey), the export's \(entry.primaryKey)")
+            }
+            if let computed = state.entry.indexes.first(where: \.isComputed) {
+                throw StorageError.schemaMismatch(collection: name, reason: "index '\(computed.name)' is on a computed value, which only its model can compute; "
+                    + "import into a file without the collection, or drop the index first")
+            }
+            if let next = entry.nextID, next > (state.entry.nextID ?? next) { state.entry.nextID = next }
+            states[name] = state
+            changedCatalog.insert(name)
+            return []
+        }
+        try transaction.createTree(CatalogEntry.tree, ifNotExists: true)
+        try transaction.createTree(CatalogEntry.recordsTree(name))
+        var fresh = entry
+        fresh.fields = []
+        fresh.types = [:]
+        fresh.indexes = entry.indexes.filter { !$0.isComputed }
+        for index in fresh.indexes { try transaction.createTree(fresh.indexTree(index.name)) }
+        states[name] = CollectionState(fresh)
+        changedCatalog.insert(name)
+        return entry.indexes.filter(\.isComputed).map(\.name)
+    }
+
+    /// Stores a record given as a value, under the key its primary-key fields make, checked
+    /// against the catalog's types and maintaining every index from the stored values.
+    /// - Throws: `StorageError.duplicateKey`, `.uniqueViolation`, `.schemaMismatch`.
+    func importRecord(_ record: RecordValue, into collection: String) throws {
+        try checkNotAborted()
+        guard var state = states[collection] else { throw StorageError.collectionNotFound(collection, existing: Array(states.keys)) }
+        var key = Key()
+        for field in state.entry.primaryKey {
+            guard let value = record.value(at: field), value != .null, value.appendKey(to: &key) else {
+                throw StorageError.schemaMismatch(collection: collection, reason: "the record has no primary-key value '\(field)'")
+            }
+        }
+        let fieldCount = state.fields.names.count
+        let bytes = record.encoded(fields: &state.fields)
+        if state.fields.names.count != fieldCount { changedCatalog.insert(collection) }
+        try checkStoredTypes(bytes, of: RecordValue.self, state: &state)
+        states[collection] = state
+        guard try transaction.get(key.bytes, in: state.entry.recordsTree) == nil else {
+            throw StorageError.duplicateKey(collection: collection, key: key.description)
+        }
+        for index in state.entry.indexes where !index.isComputed {
+            try addIndexEntry(try storedIndexKey(index, of: record, primaryKey: key.bytes, collection: collection),
+                              index: index.name, unique: index.unique, primaryKey: key.bytes, state: state)
+        }
+        try transaction.put(bytes, forKey: key.bytes, in: state.entry.recordsTree)
+    }
+
     // MARK: Dropping an index
 
     /// Removes an index's tree and its catalog entry.
