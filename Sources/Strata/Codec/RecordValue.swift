@@ -160,42 +160,82 @@ public indirect enum RecordValue: Sendable, Equatable {
         return true
     }
 
-    /// JSON text, fields in stored order; Data as base64, dates as ISO 8601.
+    /// JSON text, fields in stored order; Data as base64, dates as ISO 8601. For reading by
+    /// people and JSON tools; `typedJSON` reads back exactly.
     public var json: String {
         var out = ""
-        writeJSON(to: &out)
+        writeJSON(to: &out, typed: false)
         return out
     }
 
-    private func writeJSON(to out: inout String) {
+    /// The value as typed JSON (see `TypedJSONParser`): JSON's own types where they carry
+    /// the value exactly, one-key `$` objects for the rest.
+    public var typedJSON: String {
+        var out = ""
+        writeJSON(to: &out, typed: true)
+        return out
+    }
+
+    /// One writer for both spellings: they differ only in the values JSON cannot carry.
+    private func writeJSON(to out: inout String, typed: Bool) {
         switch self {
         case .null: out += "null"
         case .bool(let v): out += v ? "true" : "false"
         case .int(let v): out += String(v)
-        case .uint(let v): out += String(v)
-        case .double(let v): out += v.isFinite ? "\(v)" : "\"\(v)\""
-        case .string(let v), .url(let v): Self.quote(v, into: &out)
-        case .decimal(let v): out += v
-        case .bytes(let v): Self.quote(v.base64EncodedString(), into: &out)
-        case .date(let v): Self.quote(v.ISO8601Format(.iso8601.year().month().day().time(includingFractionalSeconds: true)), into: &out)
-        case .uuid(let v): Self.quote(v.uuidString, into: &out)
-        case .object(let fields), .map(let fields):
-            out += "{"
-            for (i, field) in fields.enumerated() {
-                if i > 0 { out += "," }
-                Self.quote(field.name, into: &out)
-                out += ":"
-                field.value.writeJSON(to: &out)
+        case .uint(let v): out += typed ? "{\"$uint\":\"\(v)\"}" : String(v)
+        case .double(let v):
+            if v.isFinite {
+                let text = "\(v)"
+                out += !typed || text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) ? text : text + ".0"
+            } else if typed {
+                out += "{\"$double\":\"\(v.isNaN ? "nan" : v < 0 ? "-inf" : "inf")\"}"
+            } else {
+                out += "\"\(v)\""
             }
-            out += "}"
+        case .string(let v): Self.quote(v, into: &out)
+        case .url(let v): Self.wrap(typed ? "$url" : nil, v, into: &out)
+        case .decimal(let v): if typed { Self.wrap("$decimal", v, into: &out) } else { out += v }
+        case .bytes(let v): Self.wrap(typed ? "$bytes" : nil, v.base64EncodedString(), into: &out)
+        case .date(let v):
+            if typed {
+                out += "{\"$date\":"
+                RecordValue.double(v.timeIntervalSinceReferenceDate).writeJSON(to: &out, typed: true)
+                out += "}"
+            } else {
+                Self.quote(v.ISO8601Format(.iso8601.year().month().day().time(includingFractionalSeconds: true)), into: &out)
+            }
+        case .uuid(let v): Self.wrap(typed ? "$uuid" : nil, v.uuidString, into: &out)
+        case .object(let fields): Self.writeFields(fields, into: &out, typed: typed)
+        case .map(let fields):
+            if typed { out += "{\"$map\":" }
+            Self.writeFields(fields, into: &out, typed: typed)
+            if typed { out += "}" }
         case .array(let elements):
             out += "["
             for (i, element) in elements.enumerated() {
                 if i > 0 { out += "," }
-                element.writeJSON(to: &out)
+                element.writeJSON(to: &out, typed: typed)
             }
             out += "]"
         }
+    }
+
+    /// A quoted string, inside `{"key": …}` when a typed key is given.
+    private static func wrap(_ key: String?, _ text: String, into out: inout String) {
+        if let key { out += "{\"\(key)\":" }
+        quote(text, into: &out)
+        if key != nil { out += "}" }
+    }
+
+    private static func writeFields(_ fields: [Field], into out: inout String, typed: Bool) {
+        out += "{"
+        for (i, field) in fields.enumerated() {
+            if i > 0 { out += "," }
+            quote(field.name, into: &out)
+            out += ":"
+            field.value.writeJSON(to: &out, typed: typed)
+        }
+        out += "}"
     }
 
     static func quote(_ s: String, into out: inout String) {

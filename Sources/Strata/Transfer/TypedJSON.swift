@@ -18,64 +18,6 @@ import Foundation
 /// A struct whose only field is named like one of these (`$date`…) cannot be told apart;
 /// stored names never start with `$` in models Strata writes from Swift properties.
 extension RecordValue {
-    /// The value as typed JSON (see the type's table).
-    public var typedJSON: String {
-        var out = ""
-        writeTypedJSON(to: &out)
-        return out
-    }
-
-    private func writeTypedJSON(to out: inout String) {
-        switch self {
-        case .null: out += "null"
-        case .bool(let v): out += v ? "true" : "false"
-        case .int(let v): out += String(v)
-        case .uint(let v): out += "{\"$uint\":\"\(v)\"}"
-        case .double(let v):
-            if v.isFinite {
-                let text = "\(v)"
-                out += text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) ? text : text + ".0"
-            } else {
-                out += "{\"$double\":\"\(v.isNaN ? "nan" : v < 0 ? "-inf" : "inf")\"}"
-            }
-        case .string(let v): Self.quote(v, into: &out)
-        case .bytes(let v): wrapped("$bytes", v.base64EncodedString(), into: &out)
-        case .date(let v): out += "{\"$date\":\(RecordValue.double(v.timeIntervalSinceReferenceDate).typedJSON)}"
-        case .uuid(let v): wrapped("$uuid", v.uuidString, into: &out)
-        case .url(let v): wrapped("$url", v, into: &out)
-        case .decimal(let v): wrapped("$decimal", v, into: &out)
-        case .object(let fields): Self.writeFields(fields, into: &out)
-        case .map(let fields):
-            out += "{\"$map\":"
-            Self.writeFields(fields, into: &out)
-            out += "}"
-        case .array(let elements):
-            out += "["
-            for (i, element) in elements.enumerated() {
-                if i > 0 { out += "," }
-                element.writeTypedJSON(to: &out)
-            }
-            out += "]"
-        }
-    }
-
-    private func wrapped(_ key: String, _ text: String, into out: inout String) {
-        out += "{\"\(key)\":"
-        Self.quote(text, into: &out)
-        out += "}"
-    }
-
-    private static func writeFields(_ fields: [Field], into out: inout String) {
-        out += "{"
-        for (i, field) in fields.enumerated() {
-            if i > 0 { out += "," }
-            quote(field.name, into: &out)
-            out += ":"
-            field.value.writeTypedJSON(to: &out)
-        }
-        out += "}"
-    }
-
     /// Parses typed JSON.
     /// - Throws: `TypedJSONError` naming the offset of the first problem.
     public init(typedJSON text: String) throws {
