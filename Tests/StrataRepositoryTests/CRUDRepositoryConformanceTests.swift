@@ -1,4 +1,5 @@
 import Foundation
+import Strata
 import StrataRepository
 import Synchronization
 import Testing
@@ -21,7 +22,11 @@ struct Client: Codable, Sendable, Equatable {
 
 /// Each backend, freshly created, with a way to remove what it left behind.
 enum Backend: String, CaseIterable, CustomTestStringConvertible {
-    case strata, fileSystem, inMemory, userDefaults
+    case strata, memoryStorage, fileSystem, inMemory, userDefaults
+
+    /// The `MemoryStorage` of each place: making a repository again at the same place
+    /// reopens it, as a file would be.
+    static let memoryStorages = Mutex<[String: MemoryStorage]>([:])
 
     var testDescription: String { rawValue }
 
@@ -29,6 +34,14 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
         let root = NSTemporaryDirectory() + "strata-repo-" + place
         switch self {
         case .strata: return try StrataCRUDRepository(path: root + ".strata", table: "clients", transformer: transformer)
+        case .memoryStorage:
+            let storage = try Self.memoryStorages.withLock { storages in
+                if let known = storages[place] { return known }
+                let made = try MemoryStorage()
+                storages[place] = made
+                return made
+            }
+            return StrataCRUDRepository(storage: storage, table: "clients", transformer: transformer)
         case .fileSystem: return try FileSystemRepository(directory: root, transformer: transformer)
         case .inMemory: return InMemoryRepository(transformer: transformer)
         case .userDefaults:
