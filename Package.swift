@@ -62,7 +62,7 @@ let package = Package(
         .testTarget(name: "StrataMacrosPluginTests", dependencies: [
             "StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
         ]),
-        .testTarget(name: "StoredumpTests", dependencies: ["storedump", "Strata", "StrataEngine"]),
+        .testTarget(name: "StoredumpTests", dependencies: ["storedump", "StrataDemo", "Strata", "StrataEngine"]),
         .testTarget(name: "StrataDAOTests", dependencies: ["StrataDAO", "Strata", "StrataExamples"]),
         .testTarget(name: "StrataRepositoryTests", dependencies: ["StrataRepository", "Strata", "StrataEngine"]),
         .testTarget(name: "StrataRecordTests", dependencies: ["StrataRecord", "Strata", "StrataEngine"]),

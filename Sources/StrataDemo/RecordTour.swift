@@ -49,7 +49,7 @@ struct Membership: ActiveRecord {
     static let schema = Schema<Membership>.autoIncrementing(\.id)
 }
 
-func recordTour(storage: StrataStorage) throws {
+func recordTour(storage: any Storage) throws {
     let db = RecordDatabase(storage: storage)
     // The demo file is reused across runs: start the article's example afresh.
     for deleteAll in [{ try Membership.deleteAll(on: db) }, { try User.deleteAll(on: db) }, { try Group.deleteAll(on: db) }, { try Project.deleteAll(on: db) }] {

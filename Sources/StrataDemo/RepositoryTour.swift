@@ -22,7 +22,7 @@ struct NoteEntity: Entity {
     static let schema = Schema<NoteEntity>.autoIncrementing(\.id)
 }
 
-func repositoryTour(storage: StrataStorage) async throws {
+func repositoryTour(storage: any Storage) async throws {
     section("CRUD repository: the article's client code, on a table of this file")
     let repository = StrataCRUDRepository(storage: storage, table: "clients")
     try await repository.create(id: "client", item: Client(name: "Chill Client"))

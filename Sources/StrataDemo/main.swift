@@ -1,8 +1,10 @@
 // strata-demo: a tour of Strata on an embedded database file.
 //
-//   swift run strata-demo [path]      (default: ./demo.strata)
+//   swift run strata-demo [PATH] [--backend strata|memory]    (default: ./demo.strata, strata)
 //
 // Run it twice: the second run opens the file the first one wrote and finds its data.
+// `--backend memory` runs the app layers' part of the tour (typed storage, DAO, repository,
+// ActiveRecord) on MemoryStorage and prints the same results.
 import Foundation
 import Strata
 import StrataDAO
@@ -22,7 +24,49 @@ struct Member: Model, Equatable {
     static let schema = Schema<Member>(primaryKey: \.id, indexes: [.index(\.age), .unique(\.email)])
 }
 
-let path = CommandLine.arguments.dropFirst().first ?? "demo.strata"
+/// The command line: an optional path and an optional `--backend`.
+struct DemoArguments {
+    var path = "demo.strata"
+    var backend = "strata"
+
+    init(_ arguments: [String]) throws {
+        var rest = arguments[...]
+        var sawPath = false
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--backend":
+                guard let value = rest.popFirst(), ["strata", "memory"].contains(value) else {
+                    throw DemoUsage("--backend takes strata or memory (SQLite and PostgreSQL backends are not built yet)")
+                }
+                backend = value
+            case "-h", "--help": throw DemoUsage(nil)
+            case _ where argument.hasPrefix("-"): throw DemoUsage("unknown option \(argument)")
+            default:
+                guard !sawPath else { throw DemoUsage("one path at most") }
+                (path, sawPath) = (argument, true)
+            }
+        }
+    }
+}
+
+struct DemoUsage: Error {
+    let problem: String?
+    init(_ problem: String?) { self.problem = problem }
+    static let text = "usage: strata-demo [PATH] [--backend strata|memory]"
+}
+
+let arguments: DemoArguments
+do {
+    arguments = try DemoArguments(Array(CommandLine.arguments.dropFirst()))
+} catch let usage as DemoUsage {
+    if let problem = usage.problem {
+        FileHandle.standardError.write(Data("strata-demo: \(problem)\n\(DemoUsage.text)\n".utf8))
+        exit(2)
+    }
+    print(DemoUsage.text)
+    exit(0)
+}
+let path = arguments.path
 
 func section(_ title: String) { print("\n== \(title)") }
 
@@ -31,6 +75,11 @@ func formatBytes(_ n: UInt64) -> String {
 }
 
 do {
+    if arguments.backend == "memory" {
+        print("Strata demo on MemoryStorage (the engine, in memory)")
+        try await appTour(storage: try MemoryStorage())
+        exit(0)
+    }
     let existed = FileManager.default.fileExists(atPath: path)
     let db = try Database(path: path)
     print("Strata engine demo on \(path) (\(existed ? "opened existing file" : "created new file"))")
@@ -85,8 +134,44 @@ do {
         print("rolled back: (\"zed\", \(run)) present? \(try db.snapshot().contains(Key("zed", run).bytes, in: "users"))")
     }
 
-    section("Typed storage: Codable models, indexes, queries")
     let storage = StrataStorage(database: db)
+    try await appTour(storage: storage)
+
+    section("Moving data: every collection copied to another storage, verified")
+    let copy = try MemoryStorage()
+    let report = try StorageTransfer.copy([Member.self, DialogModel.self, MessageModel.self], from: storage, to: copy, batchSize: 4)
+    print(report.collections.map { "\($0.name) \($0.records) records, checksum \(String($0.checksum, radix: 16))" }.joined(separator: "; "))
+
+    section("Checkpoint, space and compaction")
+    try db.checkpoint()
+    let space = try db.analyzeSpace()
+    for tree in space.trees {
+        print("tree \(tree.name): \(tree.entryCount) entries, depth \(tree.depth), \(tree.leafPages) leaf + \(tree.branchPages) branch pages, \(formatBytes(tree.storedBytes)) on disk")
+    }
+    print("file \(formatBytes(space.fileSize)): live \(formatBytes(space.liveBytes)), dead \(formatBytes(space.deadBytes))")
+    let compaction = try db.compact()
+    print("compacted: \(formatBytes(compaction.bytesBefore)) -> \(formatBytes(compaction.bytesAfter))")
+
+    section("Statistics")
+    let stats = try db.statistics()
+    print("commit sequence \(stats.commitSequence), checkpoint covers \(stats.checkpointSequence)")
+    print("bytes read at open: \(stats.bytesReadAtOpen) (header, checkpoint and log tail only), commits replayed: \(stats.commitsReplayedAtOpen)")
+    print("cache: \(stats.cacheHits) hits, \(stats.cacheMisses) misses, \(stats.cachedPages) pages")
+    try db.close()
+    print("\nclosed \(path); run again to reopen it")
+} catch {
+    FileHandle.standardError.write(Data("strata-demo: \(error)\n".utf8))
+    exit(1)
+}
+
+/// The part of the tour that app code runs: the same on every backend.
+func appTour(storage: some Storage) async throws {
+    try typedAndDAOTour(storage: storage)
+}
+
+/// Typed storage and the DAO, called synchronously.
+func typedAndDAOTour(storage: some Storage) throws {
+    section("Typed storage: Codable models, indexes, queries")
     let members = [("Ada", 36, "London"), ("Alan", 41, "Wilmslow"), ("Grace", 85, "Arlington"), ("Edsger", 72, "Austin"),
                    ("Barbara", 84, "Boston"), ("Ken", 27, "Berkeley"), ("Margaret", 33, "Boston")]
         .enumerated().map { Member(id: Int64($0.offset + 1), name: $0.element.0, email: "\($0.element.0.lowercased())@example.com", age: $0.element.1, city: $0.element.2) }
@@ -116,27 +201,4 @@ do {
     try dialogs.erase(byPrimaryKey: 2)
     print("erased dialog 2 and, by its translator, its messages: \(try dialogs.count()) dialogs, \(try storage.count(MessageModel.self)) messages")
 
-    try await repositoryTour(storage: storage)
-    try recordTour(storage: storage)
-
-    section("Checkpoint, space and compaction")
-    try db.checkpoint()
-    let space = try db.analyzeSpace()
-    for tree in space.trees {
-        print("tree \(tree.name): \(tree.entryCount) entries, depth \(tree.depth), \(tree.leafPages) leaf + \(tree.branchPages) branch pages, \(formatBytes(tree.storedBytes)) on disk")
-    }
-    print("file \(formatBytes(space.fileSize)): live \(formatBytes(space.liveBytes)), dead \(formatBytes(space.deadBytes))")
-    let compaction = try db.compact()
-    print("compacted: \(formatBytes(compaction.bytesBefore)) -> \(formatBytes(compaction.bytesAfter))")
-
-    section("Statistics")
-    let stats = try db.statistics()
-    print("commit sequence \(stats.commitSequence), checkpoint covers \(stats.checkpointSequence)")
-    print("bytes read at open: \(stats.bytesReadAtOpen) (header, checkpoint and log tail only), commits replayed: \(stats.commitsReplayedAtOpen)")
-    print("cache: \(stats.cacheHits) hits, \(stats.cacheMisses) misses, \(stats.cachedPages) pages")
-    try db.close()
-    print("\nclosed \(path); run again to reopen it")
-} catch {
-    FileHandle.standardError.write(Data("strata-demo: \(error)\n".utf8))
-    exit(1)
 }

@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+
+/// The demo runs the app layers' tour on every backend and prints the same results.
+@Suite("strata-demo", .serialized)
+struct DemoTests {
+    func demo(_ arguments: [String], in directory: String) throws -> (output: String, status: Int32) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("strata-demo")
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (String(decoding: data, as: UTF8.self), process.terminationStatus)
+    }
+
+    /// The app layers' part of a run, with the one timestamp it prints masked.
+    func appSections(_ output: String) -> String {
+        let lines = output.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let start = lines.firstIndex(of: "== Typed storage: Codable models, indexes, queries") else { return "" }
+        let end = lines[start...].firstIndex { $0.hasPrefix("== Moving data") || $0.hasPrefix("== Checkpoint") } ?? lines.endIndex
+        return lines[start ..< end].map { $0.replacing(/created \S+/, with: "created <date>") }.joined(separator: "\n")
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test("--backend memory prints the same app results as the file")
+    func sameResultsOnEveryBackend() throws {
+        let directory = NSTemporaryDirectory() + "strata-demo-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = try demo([], in: directory), memory = try demo(["--backend", "memory"], in: directory)
+        #expect(file.status == 0 && memory.status == 0)
+        #expect(!appSections(file.output).isEmpty)
+        #expect(appSections(memory.output) == appSections(file.output))
+        #expect(file.output.contains("== Moving data: every collection copied to another storage, verified"))
+    }
+
+    @Test("an unknown backend is a usage error, and no file is created")
+    func unknownBackend() throws {
+        let directory = NSTemporaryDirectory() + "strata-demo-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let run = try demo(["--backend", "oracle"], in: directory)
+        #expect(run.status == 2)
+        #expect(run.output.contains("usage: strata-demo [PATH] [--backend strata|memory]"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+    }
+}
