@@ -167,6 +167,8 @@ do {
 /// The part of the tour that app code runs: the same on every backend.
 func appTour(storage: some Storage) async throws {
     try typedAndDAOTour(storage: storage)
+    try await repositoryTour(storage: storage)
+    try recordTour(storage: storage)
 }
 
 /// Typed storage and the DAO, called synchronously.
@@ -200,5 +202,4 @@ func typedAndDAOTour(storage: some Storage) throws {
     print("unread incoming across dialogs: \(try storage.count(unread)) (plan: \(try storage.explain(unread).access))")
     try dialogs.erase(byPrimaryKey: 2)
     print("erased dialog 2 and, by its translator, its messages: \(try dialogs.count()) dialogs, \(try storage.count(MessageModel.self)) messages")
-
 }

@@ -34,7 +34,9 @@ struct DemoTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let file = try demo([], in: directory), memory = try demo(["--backend", "memory"], in: directory)
         #expect(file.status == 0 && memory.status == 0)
-        #expect(!appSections(file.output).isEmpty)
+        for layer in ["== DAO:", "== CRUD repository:", "== ActiveRecord:"] {
+            #expect(appSections(file.output).contains(layer), "the tour shows \(layer)")
+        }
         #expect(appSections(memory.output) == appSections(file.output))
         #expect(file.output.contains("== Moving data: every collection copied to another storage, verified"))
     }
