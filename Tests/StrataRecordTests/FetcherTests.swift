@@ -5,8 +5,8 @@ import Testing
 
 @Suite("ActiveRecord: the lazy fetcher")
 struct FetcherTests {
-    func seeded(_ body: (RecordDatabase) throws -> Void) throws {
-        try withDatabase { db, _ in
+    func seeded(_ backend: RecordBackend, _ body: (RecordDatabase) throws -> Void) throws {
+        try withDatabase(backend) { db, _ in
             try db.transaction { tx in
                 for (i, name) in ["Ada", "Alan", "Grace", "Edsger", "Barbara", "Ken", "Margaret"].enumerated() {
                     var user = User(name: name, email: "\(name.lowercased())@example.com", age: 30 + i * 7)
@@ -17,9 +17,9 @@ struct FetcherTests {
         }
     }
 
-    @Test("=, !=, IN, NOT IN, BETWEEN, LIKE, NOT LIKE and #Predicate")
-    func operators() throws {
-        try seeded { (db: RecordDatabase) throws in
+    @Test("=, !=, IN, NOT IN, BETWEEN, LIKE, NOT LIKE and #Predicate", arguments: RecordBackend.allCases)
+    func operators(_ backend: RecordBackend) throws {
+        try seeded(backend) { (db: RecordDatabase) throws in
             func names(_ fetcher: Fetcher<User>) throws -> [String] { try fetcher.order(by: \.name).fetch().map(\.name) }
             let all = User.query(on: db)
             #expect(try names(all.where(\.age == 37)) == ["Alan"])
@@ -34,9 +34,9 @@ struct FetcherTests {
         }
     }
 
-    @Test("order, limit, offset, first, count, random order; indexed conditions use the index")
-    func windowAndPlan() throws {
-        try seeded { (db: RecordDatabase) throws in
+    @Test("order, limit, offset, first, count, random order; indexed conditions use the index", arguments: RecordBackend.allCases)
+    func windowAndPlan(_ backend: RecordBackend) throws {
+        try seeded(backend) { (db: RecordDatabase) throws in
             let byAge = User.query(on: db).order(by: \.age, ascending: false)
             #expect(try byAge.limit(2).fetch().map(\.name) == ["Margaret", "Ken"])
             #expect(try byAge.offset(5).fetch().map(\.name) == ["Alan", "Ada"])

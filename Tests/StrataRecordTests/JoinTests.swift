@@ -5,8 +5,8 @@ import Testing
 
 @Suite("ActiveRecord: joins")
 struct JoinTests {
-    func seeded(_ body: (RecordDatabase) throws -> Void) throws {
-        try withDatabase { db, _ in
+    func seeded(_ backend: RecordBackend, _ body: (RecordDatabase) throws -> Void) throws {
+        try withDatabase(backend) { db, _ in
             var engines = Group(title: "Engines"), empty = Group(title: "Empty")
             try engines.save(on: db)
             try empty.save(on: db)
@@ -26,9 +26,9 @@ struct JoinTests {
         }
     }
 
-    @Test("inner, left, right and full outer joins on a foreign key")
-    func joins() throws {
-        try seeded { (db: RecordDatabase) throws in
+    @Test("inner, left, right and full outer joins on a foreign key", arguments: RecordBackend.allCases)
+    func joins(_ backend: RecordBackend) throws {
+        try seeded(backend) { (db: RecordDatabase) throws in
             let users = User.query(on: db).order(by: \.name)
             #expect(try users.join(Group.self, on: \.groupId).map { "\($0.0.name)-\($0.1.title)" } == ["Ada-Engines", "Alan-Engines"])
             #expect(try users.leftJoin(Group.self, on: \.groupId).map { "\($0.0.name)-\($0.1?.title ?? "nil")" }
