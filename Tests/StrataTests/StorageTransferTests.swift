@@ -82,6 +82,7 @@ struct LossyStorage: Storage {
     init(dropping isbn: String) throws { (base, dropped) = (try MemoryStorage(), isbn) }
 
     func read<R>(_ body: (any StorageReader) throws -> R) throws -> R { try base.read(body) }
+    func observeCommits(_ observer: @escaping @Sendable (CommitEvent) -> Void) -> CommitObservation { base.observeCommits(observer) }
     func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
         try base.write { try body(LossyWriter(base: $0, dropped: dropped)) }
     }

@@ -27,4 +27,6 @@ public final class MemoryStorage: Storage {
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R { try storage.write(body) }
 
     public func close() throws { try storage.close() }
+
+    public func observeCommits(_ observer: @escaping @Sendable (CommitEvent) -> Void) -> CommitObservation { storage.observeCommits(observer) }
 }

@@ -61,6 +61,10 @@ public protocol Storage: Sendable {
     /// Releases what the storage holds open (a file, connections); later calls fail.
     /// Storages that hold nothing open need not implement it.
     func close() throws
+    /// Calls `observer` after every commit that changed records, with the collections it
+    /// changed, and once with `.closed` when the storage closes. What `observe` is built on;
+    /// a backend keeps a `CommitObservers`.
+    func observeCommits(_ observer: @escaping @Sendable (CommitEvent) -> Void) -> CommitObservation
 }
 
 extension Storage {

@@ -27,7 +27,19 @@ public final class StrataStorage: Storage {
         self.database = database
     }
 
-    public func close() throws { try database.close() }
+    public func close() throws {
+        try database.close()
+        observers.close()
+    }
+
+    /// Observers of this storage's commits (`observeCommits`, `observe`).
+    let observers = CommitObservers()
+
+    public func observeCommits(_ observer: @escaping @Sendable (CommitEvent) -> Void) -> CommitObservation { observers.add(observer) }
+
+    /// How many commit observers are registered: each live `observe` sequence holds one until
+    /// it ends.
+    public var activeObservers: Int { observers.count }
 
     public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R {
         try body(StrataReader(storage: self, engine: try database.snapshot()))

@@ -8,6 +8,8 @@ final class StrataWriter: CollectionReading, StorageWriter {
     /// Collections touched by this transaction, with their (possibly changed) catalog.
     private var states: [String: CollectionState] = [:]
     private var changedCatalog: Set<String> = []
+    /// Collections whose records changed: what commit observers are told.
+    private var changedRecords: Set<String> = []
     /// Per model type: the collection's indexes it does not declare. They stay, and this
     /// transaction maintains them from the stored values (the catalog is the truth).
     private var undeclaredIndexes: [ObjectIdentifier: [CatalogEntry.Index]] = [:]
@@ -156,6 +158,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
             state.learn([])
             changedCatalog.insert(state.entry.collection)
             storage.reportRename(collection: state.entry.collection, from: from, to: to, records: keys.count)
+            changedRecords.insert(state.entry.collection)
         }
     }
 
@@ -355,6 +358,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
             try addIndexEntry(index, of: model, primaryKey: key, state: state)
         }
         try transaction.put(bytes, forKey: key, in: state.entry.recordsTree)
+        changedRecords.insert(state.entry.collection)
     }
 
     @discardableResult
@@ -369,6 +373,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
         guard let old = try CollectionAccess<M>(engine: transaction, state: state).get(key) else { return false }
         for index in M.schema.indexes { try removeIndexEntry(index, of: old, primaryKey: key, state: state) }
         try maintainUndeclaredIndexes(of: M.self, key: key, old: { try transaction.get(key, in: state.entry.recordsTree) }, new: nil, state: state)
+        changedRecords.insert(state.entry.collection)
         return try transaction.delete(key, in: state.entry.recordsTree)
     }
 
@@ -394,6 +399,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
             try transaction.dropTree(tree)
             try transaction.createTree(tree)
         }
+        changedRecords.insert(state.entry.collection)
     }
 
     // MARK: Importing records without their model
@@ -454,6 +460,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
                               index: index.name, unique: index.unique, primaryKey: key.bytes, state: state)
         }
         try transaction.put(bytes, forKey: key.bytes, in: state.entry.recordsTree)
+        changedRecords.insert(collection)
     }
 
     // MARK: Dropping an index
@@ -487,5 +494,6 @@ final class StrataWriter: CollectionReading, StorageWriter {
         }
         try transaction.commit()
         for name in changedCatalog { if let state = states[name] { storage.publish(state) } }
+        storage.observers.committed(changedRecords)
     }
 }
