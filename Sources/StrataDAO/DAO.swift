@@ -122,6 +122,29 @@ public final class DAO<S: Storage, T: Translator>: Sendable {
         try readTransaction { tx in try tx.read(query).map { try plain($0, in: tx) } }
     }
 
+    /// The plain objects a query selects, now and after every commit that may change them
+    /// (`Storage.observe`): the database model's collection and the translator's
+    /// `relatedCollections`. Results are not deduplicated: plain objects compare by id.
+    ///
+    /// ```swift
+    /// for try await pinned in dialogs.observe(predicatedBy: #Predicate { $0.isPinned }, orderedBy: \.id) {
+    ///     show(pinned)
+    /// }
+    /// ```
+    public func observe(_ query: Query<DatabaseModel>) -> AsyncThrowingStream<[PlainModel], Error> {
+        let collections = translator.relatedCollections.map { $0.union([DatabaseModel.collectionName]) }
+        return storage.observe(collections: collections, isDuplicate: nil) { tx in try tx.read(query).map { try self.plain($0, in: tx) } }
+    }
+
+    /// `observe` with a predicate, an order and a window.
+    public func observe<V: Comparable>(predicatedBy predicate: Predicate<DatabaseModel>? = nil, orderedBy keyPath: KeyPath<DatabaseModel, V> & Sendable,
+                                       ascending: Bool = true, limit: Int? = nil, offset: Int = 0) -> AsyncThrowingStream<[PlainModel], Error> {
+        var query = Query<DatabaseModel>().sorted(by: keyPath, ascending: ascending).offset(offset)
+        if let predicate { query = query.filter(predicate) }
+        if let limit { query = query.limit(limit) }
+        return observe(query)
+    }
+
     public func count(predicatedBy predicate: Predicate<DatabaseModel>? = nil) throws -> Int {
         try readTransaction { tx in try tx.count(predicate.map { Query<DatabaseModel>().filter($0) } ?? Query<DatabaseModel>()) }
     }

@@ -36,9 +36,16 @@ public protocol Translator: Sendable {
     /// Called before a model is erased, in the same transaction: erase its related records
     /// (cascade) or leave them (keep). Defaults to keeping them.
     func eraseRelated(of model: DatabaseModel, context: any StorageWriter) throws
+
+    /// The collections `translate(model:context:)` reads besides the database model's, so a
+    /// live query (`DAO.observe`) re-runs when they change. Nil, the default, means "any":
+    /// the observation re-runs after every commit — correct, if more often than needed.
+    var relatedCollections: Set<String>? { get }
 }
 
 extension Translator {
+    public var relatedCollections: Set<String>? { nil }
+
     public func translate(from plain: PlainModel, to model: inout DatabaseModel, context: any StorageWriter) throws {
         model = try translate(plain: plain, context: context)
     }

@@ -81,6 +81,9 @@ public struct DialogTranslator: Translator {
 
     public init(cascade: Bool = true) { self.cascade = cascade }
 
+    /// A dialog's plain object holds its messages: a live query re-runs when they change.
+    public var relatedCollections: Set<String>? { [MessageModel.collectionName] }
+
     public func translate(model m: DialogModel, context: any StorageReader) throws -> DialogPlainObject {
         let stored = try context.read(MessageModel.self, primaryKeys: m.messageIds)
         guard stored.count == m.messageIds.count else {

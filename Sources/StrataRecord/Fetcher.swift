@@ -50,13 +50,33 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
     public func offset(_ count: Int) -> Fetcher { with { $0.query = $0.query.offset(count) } }
 
     public func fetch() throws -> [M] {
-        let context = try RecordDatabase.context(self.context)
-        guard shuffled else { return try context.read { try $0.read(query) }.map { try $0.loaded() } }
-        var all = try context.read { try $0.read(query.unwindowed) }
+        try RecordDatabase.context(context).read { try results(from: $0) }
+    }
+
+    /// The records this fetcher selects, read through `reader`.
+    private func results(from reader: any StorageReader) throws -> [M] {
+        guard shuffled else { return try reader.read(query).map { try $0.loaded() } }
+        var all = try reader.read(query.unwindowed)
         all.shuffle()
         let start = min(query.offset, all.count)
         let end = query.limit.map { min(start + $0, all.count) } ?? all.count
         return try all[start ..< end].map { try $0.loaded() }
+    }
+
+    /// The records now, then after every commit that changes the collection (see
+    /// `Storage.observe`: one snapshot per result, coalesced, ended by cancellation).
+    ///
+    /// ```swift
+    /// for try await adults in try User.query().where(\.age >= 18).order(by: \.name).observe() { show(adults) }
+    /// ```
+    /// - Throws: `RecordDatabaseError.observationNeedsDatabase` inside a transaction (a
+    ///   transaction has no later commits to observe); `.noDefaultDatabase`.
+    public func observe() throws -> AsyncThrowingStream<[M], Error> {
+        guard let database = try RecordDatabase.context(context) as? RecordDatabase else {
+            throw RecordDatabaseError.observationNeedsDatabase
+        }
+        let fetcher = self
+        return database.storage.observe(collections: [M.collectionName], isDuplicate: nil) { try fetcher.results(from: $0) }
     }
 
     public func first() throws -> M? { try limit(1).fetch().first }

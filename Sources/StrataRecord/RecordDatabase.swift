@@ -131,6 +131,8 @@ struct WriterBox: @unchecked Sendable {
 
 public enum RecordDatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
     case noDefaultDatabase
+    /// `observe()` was called on a fetcher running in a transaction.
+    case observationNeedsDatabase
     case nestedTransaction
     case transactionEnded
     /// `update`, `delete` or a relation needs a record that has been saved.
@@ -142,6 +144,7 @@ public enum RecordDatabaseError: Error, Sendable, Equatable, CustomStringConvert
     public var description: String {
         switch self {
         case .noDefaultDatabase: "no database given and RecordDatabase.default is not set"
+        case .observationNeedsDatabase: "observe() needs a database, not a transaction: a transaction has no later commits to observe"
         case .nestedTransaction: "a transaction is already open on this database in this thread; run the work in that transaction (pass it as the context) instead of starting another"
         case .transactionEnded: "the transaction has ended; use it only inside its transaction block"
         case .notSaved(let model): "this \(model) has not been saved yet; save it before updating, deleting or relating it"

@@ -43,15 +43,16 @@ extension Storage {
     }
 
     /// The general form: `fetch` is read in one snapshot now and after each commit that
-    /// changes any of `collections`; a result `isDuplicate` of the last one sent is dropped.
-    public func observe<R: Sendable>(collections: Set<String>, isDuplicate: (@Sendable (R, R) -> Bool)?,
+    /// changes any of `collections` (nil: after every commit); a result `isDuplicate` of the
+    /// last one sent is dropped.
+    public func observe<R: Sendable>(collections: Set<String>?, isDuplicate: (@Sendable (R, R) -> Bool)?,
                                      fetch: @escaping @Sendable (any StorageReader) throws -> R) -> AsyncThrowingStream<R, Error> {
         let (stream, continuation) = AsyncThrowingStream<R, Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let observation = LiveQuery(storage: self, continuation: continuation, isDuplicate: isDuplicate, fetch: fetch)
         // Registered before the first read, so no commit between the two is missed.
         let token = observeCommits { event in
             switch event {
-            case .committed(let changed): if !changed.isDisjoint(with: collections) { observation.refresh() }
+            case .committed(let changed): if collections.map({ !changed.isDisjoint(with: $0) }) ?? true { observation.refresh() }
             case .closed: continuation.finish()
             }
         }
