@@ -167,8 +167,20 @@ do {
 /// The part of the tour that app code runs: the same on every backend.
 func appTour(storage: some Storage) async throws {
     try typedAndDAOTour(storage: storage)
+    try await liveQueryTour(storage: storage)
     try await repositoryTour(storage: storage)
     try recordTour(storage: storage)
+}
+
+/// A live query: the current result, then one per commit that changes it.
+func liveQueryTour(storage: some Storage) async throws {
+    section("Live queries: a fresh result after each commit that changes it")
+    var bostonians = storage.observe(Member.filter(\.city == "Boston").sorted(by: \.name)).makeAsyncIterator()
+    print("now: \(try await bostonians.next()?.map(\.name) ?? [])")
+    try await storage.write { try $0.persist(Member(id: 8, name: "Louise", email: "louise@example.com", age: 39, city: "Boston")) }
+    print("after a commit adding Louise: \(try await bostonians.next()?.map(\.name) ?? [])")
+    try await storage.write { try $0.erase(Member.self, primaryKey: Int64(8)) }
+    print("after a commit erasing her: \(try await bostonians.next()?.map(\.name) ?? [])")
 }
 
 /// Typed storage and the DAO, called synchronously.

@@ -34,7 +34,7 @@ struct DemoTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let file = try demo([], in: directory), memory = try demo(["--backend", "memory"], in: directory)
         #expect(file.status == 0 && memory.status == 0)
-        for layer in ["== DAO:", "== CRUD repository:", "== ActiveRecord:"] {
+        for layer in ["== DAO:", "== Live queries:", "== CRUD repository:", "== ActiveRecord:"] {
             #expect(appSections(file.output).contains(layer), "the tour shows \(layer)")
         }
         #expect(appSections(memory.output) == appSections(file.output))
