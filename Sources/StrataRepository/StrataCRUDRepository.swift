@@ -31,27 +31,32 @@ public final class StorageBackend: RepositoryBackend {
 
     private func key(_ id: String) -> Key { Key(table, id) }
 
+    /// Whether `id` is stored: one point read of the primary key.
+    private func exists(_ id: String, in reader: any StorageReader) throws -> Bool {
+        try reader.read(RepositoryItem.self, primaryKey: key(id)) != nil
+    }
+
     public func load(_ id: String) throws -> Data? {
         try storage.read(RepositoryItem.self, primaryKey: key(id))?.data
     }
 
     public func insert(_ items: [(id: String, data: Data)]) throws {
         try storage.write { tx in
-            try checkInsert(items.map(\.id)) { try tx.read(RepositoryItem.self, primaryKey: key($0)) != nil }
+            try checkInsert(items.map(\.id)) { try exists($0, in: tx) }
             for (id, data) in items { try tx.create(RepositoryItem(table: table, id: id, data: data)) }
         }
     }
 
     public func replace(_ id: String, with data: Data) throws {
         try storage.write { tx in
-            guard try tx.read(RepositoryItem.self, primaryKey: key(id)) != nil else { throw RepositoryError.recordNotFound(id: id) }
+            guard try exists(id, in: tx) else { throw RepositoryError.recordNotFound(id: id) }
             try tx.persist(RepositoryItem(table: table, id: id, data: data))
         }
     }
 
     public func remove(_ ids: [String]) throws {
         try storage.write { tx in
-            try checkRemove(ids) { try tx.read(RepositoryItem.self, primaryKey: key($0)) != nil }
+            try checkRemove(ids) { try exists($0, in: tx) }
             for id in ids { try tx.erase(RepositoryItem.self, primaryKey: key(id)) }
         }
     }
@@ -61,7 +66,9 @@ public final class StorageBackend: RepositoryBackend {
         let table = table
         return try storage.read { reader in
             var ids: [String] = []
-            try reader.forEach(RepositoryItem.filter(\.table == table && \.id >= prefix).sorted(by: \.id)) { item in
+            // Only the ids are decoded, not the items' bytes.
+            let query = RepositoryItem.filter(\.table == table && \.id >= prefix).sorted(by: \.id).only(["table", "id"])
+            try reader.forEach(query) { item in
                 guard item.id.utf8.starts(with: prefix.utf8), limit.map({ ids.count < $0 }) ?? true else { return false }
                 ids.append(item.id)
                 return true

@@ -132,6 +132,7 @@ public struct IndexDefinition<M>: Sendable, Equatable {
     /// An array field cannot be indexed (only `[UInt8]`, stored as bytes): an index holds one
     /// key per record, and an array would need one per element. Store the elements as
     /// records of their own collection, each with the owner's id, and index those.
+    // Unavailable: no call compiles, so the bodies never run.
     @available(*, unavailable, message: "an index holds one key per record, and an array would need one per element: store the elements as records of their own collection (with the owner's id) and index that field")
     public static func index<Element: KeyComponent>(_ elements: KeyPath<M, [Element]>, name: String? = nil) -> Self { fatalError("unavailable") }
 

@@ -418,9 +418,11 @@ final class StrataWriter: CollectionReading, StorageWriter {
                 throw StorageError.schemaMismatch(collection: name, reason: "index '\(computed.name)' is on a computed value, which only its model can compute; "
                     + "import into a file without the collection, or drop the index first")
             }
-            if let next = entry.nextID, next > (state.entry.nextID ?? next) { state.entry.nextID = next }
+            if let next = entry.nextID, next > (state.entry.nextID ?? next) {
+                state.entry.nextID = next
+                changedCatalog.insert(name)
+            }
             states[name] = state
-            changedCatalog.insert(name)
             return []
         }
         try transaction.createTree(CatalogEntry.tree, ifNotExists: true)
@@ -452,7 +454,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
         if state.fields.names.count != fieldCount { changedCatalog.insert(collection) }
         try checkStoredTypes(bytes, of: RecordValue.self, state: &state)
         states[collection] = state
-        guard try transaction.get(key.bytes, in: state.entry.recordsTree) == nil else {
+        guard try !transaction.contains(key.bytes, in: state.entry.recordsTree) else {
             throw StorageError.duplicateKey(collection: collection, key: key.description)
         }
         for index in state.entry.indexes where !index.isComputed {

@@ -14,20 +14,16 @@ extension StrataStorage {
     ///   damaged record; whatever `write` throws.
     @discardableResult
     public func exportJSONLines(collections names: [String]? = nil, _ write: (String) throws -> Void) throws -> Int {
-        let snapshot = try database.snapshot()
-        let inspector = CollectionInspector(snapshot: snapshot)
+        let inspector = CollectionInspector(snapshot: try database.snapshot())
         var records = 0
         for name in try names ?? inspector.names() {
             let entry = try inspector.entry(name)
             try write("{\"catalog\":" + String(decoding: try entry.encoded(), as: UTF8.self) + "}")
-            let fields = FieldTable(names: entry.fields)
-            var line = "{\"collection\":"
-            RecordValue.quote(name, into: &line)
-            line += ",\"record\":"
-            let prefix = line
-            try snapshot.scan(entry.recordsTree) { _, value in
-                let record = try RecordValue.decode(Array(value), fields: fields, collection: name)
-                try write(prefix + record.typedJSON + "}")
+            var prefix = "{\"collection\":"
+            RecordValue.quote(name, into: &prefix)
+            prefix += ",\"record\":"
+            try inspector.records(in: name) { record in
+                try write(prefix + record.value.typedJSON + "}")
                 records += 1
                 return true
             }
