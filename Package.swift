@@ -14,6 +14,9 @@ let package = Package(
         // never builds it.
         .library(name: "StrataMacros", targets: ["StrataMacros"]),
         .library(name: "StrataConformance", targets: ["StrataConformance"]),
+        // The SQL backends: each is the only product that builds its driver.
+        .library(name: "StrataSQLite", targets: ["StrataSQLite"]),
+        .library(name: "StrataPostgres", targets: ["StrataPostgres"]),
         .library(name: "StrataDAO", targets: ["StrataDAO"]),
         .library(name: "StrataRepository", targets: ["StrataRepository"]),
         .library(name: "StrataRecord", targets: ["StrataRecord"]),
@@ -28,6 +31,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // For StrataMacros only.
         .package(url: "https://github.com/swiftlang/swift-syntax", "603.0.0" ..< "604.0.0"),
+        // For StrataSQLite only.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // For StrataPostgres only.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .systemLibrary(
@@ -44,6 +52,16 @@ let package = Package(
         .target(name: "StrataMacros", dependencies: ["Strata", "StrataMacrosPlugin"]),
         // The behaviour every Storage backend must have, for backends' own test targets.
         .target(name: "StrataConformance", dependencies: ["Strata"]),
+        // Storage on any SQL database (tables, key columns, translation); no driver.
+        .target(name: "StrataSQL", dependencies: ["Strata", "StrataEngine"]),
+        .target(name: "StrataSQLite", dependencies: ["StrataSQL", "Strata", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "StrataPostgres", dependencies: [
+            "StrataSQL", "Strata", .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The four backends, for the test suites parameterized by backend.
+        .target(name: "StrataTestBackends", dependencies: ["Strata", "StrataSQLite", "StrataPostgres"]),
         .target(name: "StrataDAO", dependencies: ["Strata"]),
         .target(name: "StrataRepository", dependencies: ["Strata"]),
         .target(name: "StrataRecord", dependencies: ["Strata"]),
@@ -57,7 +75,7 @@ let package = Package(
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataCrashChild", .product(name: "Logging", package: "swift-log")]),
         // A separately built program with its own model types, for the catalog tests.
         .executableTarget(name: "StrataModelChild", dependencies: ["Strata"]),
-        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataConformance", "StrataModelChild"], exclude: ["Fixtures"]),
+        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataConformance", "StrataModelChild", "StrataTestBackends", "StrataSQLite"], exclude: ["Fixtures"]),
         .testTarget(name: "StrataMacrosTests", dependencies: ["StrataMacros", "Strata", "StrataEngine"]),
         .testTarget(name: "StrataMacrosPluginTests", dependencies: [
             "StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),

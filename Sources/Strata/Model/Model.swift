@@ -51,7 +51,7 @@ extension Model {
 public struct FieldPath<M>: @unchecked Sendable, Hashable, CustomStringConvertible {
     /// The dotted property path, e.g. `age` or `address.city`.
     public private(set) var name: String
-    let keyPath: PartialKeyPath<M>
+    package let keyPath: PartialKeyPath<M>
     let appendKey: (M, inout Key) -> Void
 
     /// The same field under the name `description` gives it.
@@ -106,7 +106,7 @@ public struct IndexDefinition<M>: Sendable, Equatable {
     /// The fields as the catalog records them: a stored field by its property path, a
     /// computed one as `@` + the index name (with `.N` for its position when the index
     /// has several fields), which stays the same across launches.
-    var storedFieldNames: [String] {
+    package var storedFieldNames: [String] {
         fields.enumerated().map { position, field in
             guard field.isComputed else { return field.name }
             return "@" + name + (fields.count > 1 ? ".\(position)" : "")
@@ -156,7 +156,7 @@ public struct IndexDefinition<M>: Sendable, Equatable {
     }
 
     /// The index key of `model`: its field values, in order.
-    func key(of model: M) -> Key {
+    package func key(of model: M) -> Key {
         var key = Key()
         for field in fields { field.appendKey(model, &key) }
         return key

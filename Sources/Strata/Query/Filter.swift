@@ -28,7 +28,7 @@ indirect enum PlanTerm: @unchecked Sendable {
 }
 
 /// Bounds on one field's key encoding (see `Key`): a range, a set of points, or a prefix.
-enum FieldBounds: Sendable, Equatable {
+package enum FieldBounds: Sendable, Equatable {
     case range(lower: KeyRange.Bound, upper: KeyRange.Bound)
     case points([[UInt8]])
 

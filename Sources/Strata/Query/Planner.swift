@@ -10,12 +10,12 @@ struct AccessCandidate<Field: Hashable> {
 }
 
 /// What the planner needs to know about a query.
-struct PlanRequest<Field: Hashable> {
+package struct PlanRequest<Field: Hashable> {
     var collection: String
     /// AND-ed conditions on single fields.
-    var conditions: [(Field, FieldBounds)]
+    package var conditions: [(Field, FieldBounds)]
     /// Whether other conditions (OR, NOT, …) must also be checked on each record.
-    var hasOpaque: Bool
+    package var hasOpaque: Bool
     var hasConditions: Bool
     /// Sort keys: the field (nil when not a plain field) and direction.
     var sort: [(field: Field?, ascending: Bool)]
@@ -37,7 +37,7 @@ struct ChosenAccess {
 
 /// Chooses how to run a query: point lookups beat ranges, the primary key beats an index,
 /// and with no usable condition a sort on an indexed field with a limit walks that index.
-enum Planner {
+package enum Planner {
     static func choose<Field>(_ query: PlanRequest<Field>, candidates: [AccessCandidate<Field>]) -> ChosenAccess {
         let collection = query.collection
         let (conditions, hasOpaque) = (query.conditions, query.hasOpaque)
@@ -115,7 +115,7 @@ enum Planner {
     }
 
     /// The intersection of several conditions on one field, or nil when it is empty.
-    static func intersect(_ all: [FieldBounds]) -> FieldBounds? {
+    package static func intersect(_ all: [FieldBounds]) -> FieldBounds? {
         var points: [[UInt8]]?
         var lower = KeyRange.Bound.unbounded, upper = KeyRange.Bound.unbounded
         for bounds in all {

@@ -16,7 +16,7 @@ import StrataEngine
 public struct Query<M: Model>: Sendable {
     var filters: [Filter<M>] = []
     var predicates: [Predicate<M>] = []
-    var sortKeys: [SortKey<M>] = []
+    package var sortKeys: [SortKey<M>] = []
     public private(set) var limit: Int?
     public private(set) var offset = 0
     /// The stored fields to decode, when the query reads only some (`only`, `except`).
@@ -127,7 +127,7 @@ public struct Query<M: Model>: Sendable {
     /// The projection to apply to stored bytes, widened to the fields conditions and sort
     /// keys read; nil (decode everything) when a condition or sort reads the model in ways
     /// the planner cannot see.
-    var storedProjection: Projection? {
+    package var storedProjection: Projection? {
         guard let projection else { return nil }
         let (conditions, hasOpaque) = planTerm.conjuncts
         guard !hasOpaque, sortKeys.allSatisfy({ $0.keyPath != nil }) else { return nil }
@@ -138,10 +138,10 @@ public struct Query<M: Model>: Sendable {
         }
     }
 
-    var hasConditions: Bool { !filters.isEmpty || !predicates.isEmpty }
+    package var hasConditions: Bool { !filters.isEmpty || !predicates.isEmpty }
 
     /// Whether `model` satisfies every filter and predicate.
-    func matches(_ model: M) throws -> Bool {
+    package func matches(_ model: M) throws -> Bool {
         for filter in filters where !filter.evaluate(model) { return false }
         for predicate in predicates where try !predicate.evaluate(model) { return false }
         return true
@@ -152,14 +152,14 @@ public struct Query<M: Model>: Sendable {
     }
 
     /// The query as the planner sees it: fields are key paths.
-    func planRequest(collection: String) -> PlanRequest<AnyKeyPath> {
+    package func planRequest(collection: String) -> PlanRequest<AnyKeyPath> {
         let (conditions, hasOpaque) = planTerm.conjuncts
         return PlanRequest(collection: collection, conditions: conditions, hasOpaque: hasOpaque, hasConditions: hasConditions,
                            sort: sortKeys.map { ($0.keyPath, $0.ascending) }, limit: limit, offset: offset)
     }
 
     /// Orders `items` by the sort keys applied to their models (stable).
-    func sort<T>(_ items: inout [T], by model: (T) -> M) {
+    package func sort<T>(_ items: inout [T], by model: (T) -> M) {
         guard !sortKeys.isEmpty else { return }
         let keys = sortKeys
         let indexed = items.enumerated().sorted { a, b in
@@ -173,7 +173,7 @@ public struct Query<M: Model>: Sendable {
     }
 
     /// Applies offset and limit to a sorted result.
-    func window<T>(_ results: [T]) -> ArraySlice<T> {
+    package func window<T>(_ results: [T]) -> ArraySlice<T> {
         let start = min(offset, results.count)
         let end = limit.map { min(start + $0, results.count) } ?? results.count
         return results[start ..< end]
@@ -183,10 +183,10 @@ public struct Query<M: Model>: Sendable {
     var needed: Int? { limit.map { offset + $0 } }
 }
 
-struct SortKey<M>: @unchecked Sendable {
+package struct SortKey<M>: @unchecked Sendable {
     /// The field, when sorting by a key path (the planner may then use an index's order).
-    let keyPath: AnyKeyPath?
-    let ascending: Bool
+    package let keyPath: AnyKeyPath?
+    package let ascending: Bool
     let compare: (M, M) -> ComparisonResult
 }
 
@@ -218,6 +218,14 @@ public struct QueryPlan: Sendable, Equatable, CustomStringConvertible {
     public var sortsInMemory: Bool
     /// Reading stops after this many matches (limit + offset), when no sort is needed.
     public var stopsAfter: Int?
+    /// The statement a SQL backend runs (`SQLStorage`), with its database's name; the
+    /// residual filter and in-memory sort are what it leaves to Swift. Nil on Strata files.
+    public var sql: String?
+
+    package init(collection: String, access: Access, range: String?, residualFilter: Bool, sortsInMemory: Bool, stopsAfter: Int?, sql: String? = nil) {
+        (self.collection, self.access, self.range, self.residualFilter, self.sortsInMemory, self.stopsAfter, self.sql) =
+            (collection, access, range, residualFilter, sortsInMemory, stopsAfter, sql)
+    }
 
     public var description: String {
         var parts = ["\(collection): \(access)"]
@@ -225,6 +233,7 @@ public struct QueryPlan: Sendable, Equatable, CustomStringConvertible {
         if residualFilter { parts.append("then filter") }
         if sortsInMemory { parts.append("then sort") }
         if let stopsAfter { parts.append("stop after \(stopsAfter)") }
+        if let sql { parts.append(sql + (residualFilter || sortsInMemory ? "; then in Swift:" + (residualFilter ? " filter" : "") + (sortsInMemory ? " sort" : "") : "")) }
         return parts.joined(separator: ", ")
     }
 }

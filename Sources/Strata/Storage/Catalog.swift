@@ -3,18 +3,22 @@ import StrataEngine
 
 /// What the file records about one collection (FORMAT.md, "Schema catalog"): stored as
 /// JSON in the `strata.catalog` tree under the collection's name, so any tool can read it.
-struct CatalogEntry: Codable, Sendable, Equatable {
-    struct Index: Codable, Sendable, Equatable {
-        var name: String
-        var fields: [String]
-        var unique: Bool
+package struct CatalogEntry: Codable, Sendable, Equatable {
+    package struct Index: Codable, Sendable, Equatable {
+        package var name: String
+        package var fields: [String]
+        package var unique: Bool
+
+        package init(name: String, fields: [String], unique: Bool) {
+            (self.name, self.fields, self.unique) = (name, fields, unique)
+        }
 
         /// Whether a field is a computed value (`@name`), which only its model can compute.
-        var isComputed: Bool { fields.contains { $0.hasPrefix("@") } }
+        package var isComputed: Bool { fields.contains { $0.hasPrefix("@") } }
 
         /// The index key of a record, from its stored values (the key a model computes from
         /// the same values); nil when a field holds a value keys cannot hold (a struct, an array).
-        func key(of record: RecordValue, primaryKey: [UInt8]) -> [UInt8]? {
+        package func key(of record: RecordValue, primaryKey: [UInt8]) -> [UInt8]? {
             var key = Key()
             for field in fields {
                 guard (record.value(at: field) ?? .null).appendKey(to: &key) else { return nil }
@@ -23,37 +27,37 @@ struct CatalogEntry: Codable, Sendable, Equatable {
         }
     }
 
-    var version = 1
-    var collection: String
-    var modelType: String
+    package var version = 1
+    package var collection: String
+    package var modelType: String
     /// The field table: a record's field id n is `fields[n]`.
-    var fields: [String]
-    var primaryKey: [String]
-    var indexes: [Index]
+    package var fields: [String]
+    package var primaryKey: [String]
+    package var indexes: [Index]
     /// The next auto-assigned id, for auto-incrementing schemas.
-    var nextID: Int64?
+    package var nextID: Int64?
     /// The stored type of each top-level field written so far. Absent in files written
     /// before types were recorded: opening for writing fills it in from a stored record.
-    var types: [String: StoredType]?
+    package var types: [String: StoredType]?
     /// The top-level fields each model type that declares all its fields (`DescribedModel`)
     /// reads, by the type's name; absent until one such model opens the collection.
-    var readers: [String: [String]]?
+    package var readers: [String: [String]]?
 
-    static let tree = "strata.catalog"
-    static func recordsTree(_ collection: String) -> String { "c:" + collection }
-    static func indexTree(_ collection: String, _ index: String) -> String { "i:" + collection + ":" + index }
+    package static let tree = "strata.catalog"
+    package static func recordsTree(_ collection: String) -> String { "c:" + collection }
+    package static func indexTree(_ collection: String, _ index: String) -> String { "i:" + collection + ":" + index }
 
-    var recordsTree: String { Self.recordsTree(collection) }
-    func indexTree(_ index: String) -> String { Self.indexTree(collection, index) }
+    package var recordsTree: String { Self.recordsTree(collection) }
+    package func indexTree(_ index: String) -> String { Self.indexTree(collection, index) }
 
-    func encoded() throws -> [UInt8] {
+    package func encoded() throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return Array(try encoder.encode(self))
     }
 
     /// The names of the collections the catalog lists, in order.
-    static func collectionNames(in reader: some TreeReading) throws -> [String] {
+    package static func collectionNames(in reader: some TreeReading) throws -> [String] {
         guard reader.hasTree(tree) else { return [] }
         var names: [String] = []
         try reader.scan(tree, in: .all, reverse: false) { key, _ in
@@ -63,14 +67,14 @@ struct CatalogEntry: Codable, Sendable, Equatable {
         return names
     }
 
-    static func load(_ collection: String, from reader: some TreeReading) throws -> CatalogEntry? {
+    package static func load(_ collection: String, from reader: some TreeReading) throws -> CatalogEntry? {
         guard reader.hasTree(tree), let bytes = try reader.get(Key(collection).bytes, in: tree) else { return nil }
         return try decode(bytes, collection: collection)
     }
 
     /// Decodes a stored entry.
     /// - Throws: `RecordError.corruptRecord` when the bytes are not a catalog entry.
-    static func decode(_ bytes: [UInt8], collection: String) throws -> CatalogEntry {
+    package static func decode(_ bytes: [UInt8], collection: String) throws -> CatalogEntry {
         do {
             return try JSONDecoder().decode(CatalogEntry.self, from: Data(bytes))
         } catch {
@@ -80,34 +84,34 @@ struct CatalogEntry: Codable, Sendable, Equatable {
 }
 
 /// A collection as a transaction sees it: its catalog entry with a ready field table.
-struct CollectionState: Sendable {
-    var entry: CatalogEntry
-    var fields: FieldTable
+package struct CollectionState: Sendable {
+    package var entry: CatalogEntry
+    package var fields: FieldTable
     /// `entry.types` by field id, so the write path checks a record's types without
     /// hashing field names; rebuilt when fields or types change.
-    private(set) var typesByID: [StoredType?] = []
+    package private(set) var typesByID: [StoredType?] = []
 
-    init(_ entry: CatalogEntry) {
+    package init(_ entry: CatalogEntry) {
         self.entry = entry
         self.fields = FieldTable(names: entry.fields)
         indexTypes()
     }
 
     /// The entry with the current field table.
-    var current: CatalogEntry {
+    package var current: CatalogEntry {
         var e = entry
         e.fields = fields.names
         return e
     }
 
     /// The stored type recorded for field `id`, or nil when none is yet.
-    func storedType(ofField id: UInt32) -> StoredType? {
+    package func storedType(ofField id: UInt32) -> StoredType? {
         if Int(id) < typesByID.count { return typesByID[Int(id)] }
         return fields.name(of: id).flatMap { entry.types?[$0] }
     }
 
     /// Records the stored types of fields first written now.
-    mutating func learn(_ types: [(name: String, type: StoredType)]) {
+    package mutating func learn(_ types: [(name: String, type: StoredType)]) {
         for (name, type) in types { entry.types = (entry.types ?? [:]).merging([name: type]) { old, _ in old } }
         indexTypes()
     }

@@ -135,35 +135,35 @@ public final class StrataStorage: Storage {
 
 /// A query's projection, widened as records show which left-out fields the model needs.
 /// Used by one query execution on one thread.
-final class WidenedProjection<M: Model> {
+package final class WidenedProjection<M: Model> {
     var projection: Query<M>.Projection
-    init(_ projection: Query<M>.Projection) { self.projection = projection }
+    package init(_ projection: Query<M>.Projection) { self.projection = projection }
 }
 
-/// Query execution shared by read and write transactions.
-struct CollectionAccess<M: Model> {
-    let engine: any TreeReading
-    let state: CollectionState
+/// Decodes a collection's records as `M`, whole or in part (a query's projection): shared
+/// by every backend that stores Strata records.
+package struct ModelDecoding<M: Model> {
+    package let collection: String
     /// The collection's field table as `M` reads it: a field `M` declares renamed, not yet
     /// moved in this snapshot, is found under its original name.
-    let fields: FieldTable
+    package let fields: FieldTable
 
-    init(engine: any TreeReading, state: CollectionState) {
-        (self.engine, self.state) = (engine, state)
+    package init(_ state: CollectionState) {
+        collection = state.entry.collection
         let renames = M.schema.description.renames
         fields = renames.isEmpty ? state.fields : state.fields.readingRenamed(renames)
     }
 
-    var name: String { state.entry.collection }
+    var name: String { collection }
 
-    func decode(_ bytes: UnsafeRawBufferPointer) throws -> M {
+    package func decode(_ bytes: UnsafeRawBufferPointer) throws -> M {
         try RecordDecoder.decode(M.self, from: bytes, fields: fields, collection: name)
     }
 
     /// Decodes only the fields the projection keeps. A left-out field the model cannot do
     /// without (no zero value: `RecordError.missingField`) is added to the projection, for
     /// this record and the rest of the query, and the record decoded again.
-    func decode(_ bytes: UnsafeRawBufferPointer, keeping widened: WidenedProjection<M>) throws -> M {
+    package func decode(_ bytes: UnsafeRawBufferPointer, keeping widened: WidenedProjection<M>) throws -> M {
         while true {
             do {
                 return try decode(bytes, keeping: widened.projection)
@@ -179,7 +179,7 @@ struct CollectionAccess<M: Model> {
 
     /// Decodes only the top-level fields `projection` keeps: the record is rewritten without
     /// the others (copying their bytes, never decoding them) and decoded.
-    func decode(_ bytes: UnsafeRawBufferPointer, keeping projection: Query<M>.Projection) throws -> M {
+    package func decode(_ bytes: UnsafeRawBufferPointer, keeping projection: Query<M>.Projection) throws -> M {
         let context = DecodingContext(buffer: bytes, fields: fields, collection: name)
         guard try context.tag(at: 0) == .keyed else { return try decode(bytes) }
         var p = 1
@@ -206,6 +206,29 @@ struct CollectionAccess<M: Model> {
             keptCount >>= 7
         }
         return try record.withUnsafeBytes { try decode($0) }
+    }
+
+}
+
+/// Query execution shared by read and write transactions.
+struct CollectionAccess<M: Model> {
+    let engine: any TreeReading
+    let state: CollectionState
+    /// Decodes the collection's records as `M` reads them.
+    let decoding: ModelDecoding<M>
+
+    init(engine: any TreeReading, state: CollectionState) {
+        (self.engine, self.state) = (engine, state)
+        decoding = ModelDecoding(state)
+    }
+
+    var name: String { state.entry.collection }
+    var fields: FieldTable { decoding.fields }
+
+    func decode(_ bytes: UnsafeRawBufferPointer) throws -> M { try decoding.decode(bytes) }
+
+    func decode(_ bytes: UnsafeRawBufferPointer, keeping widened: WidenedProjection<M>) throws -> M {
+        try decoding.decode(bytes, keeping: widened)
     }
 
     func get(_ key: [UInt8]) throws -> M? {
@@ -284,7 +307,7 @@ struct CollectionAccess<M: Model> {
 
 extension Query {
     /// The same conditions, window and no sort (for counting).
-    init(query: Query, droppingSort: Bool) {
+    package init(query: Query, droppingSort: Bool) {
         self = query
         if droppingSort { sortKeys = [] }
     }

@@ -45,13 +45,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
     private func prepare<M: Model>(_ type: M.Type) throws -> CollectionState {
         let name = M.collectionName
         if let state = states[name], undeclaredIndexes[ObjectIdentifier(M.self)] != nil { return state }
-        guard !name.isEmpty, name.utf8.count <= 120, !name.contains(":") else {
-            throw StorageError.schemaMismatch(collection: name, reason: "collection names are 1 to 120 bytes without ':'")
-        }
-        if let problem = M.schema.description.problem ?? M.schema.indexes.lazy.compactMap(\.unstableNameProblem).first {
-            throw StorageError.schemaMismatch(collection: name, reason: "\(M.self): " + problem)
-        }
-        let primaryKey = M.schema.primaryKey.map(\.name)
+        try CollectionRules.checkDeclaration(of: M.self)
         var state: CollectionState
         if let known = states[name] {
             state = known
@@ -61,27 +55,11 @@ final class StrataWriter: CollectionReading, StorageWriter {
         } else {
             try transaction.createTree(CatalogEntry.tree, ifNotExists: true)
             try transaction.createTree(CatalogEntry.recordsTree(name), ifNotExists: true)
-            state = CollectionState(CatalogEntry(
-                collection: name, modelType: String(reflecting: M.self), fields: [], primaryKey: primaryKey, indexes: [],
-                nextID: M.schema.autoIncrement == nil ? nil : 1, types: [:]))
+            state = CollectionState(CollectionRules.newEntry(for: M.self))
             changedCatalog.insert(name)
         }
         try moveRenamedFields(of: M.self, in: &state)
-        try checkDeclaredTypes(of: M.self, against: state)
-        guard state.entry.primaryKey == primaryKey else {
-            throw StorageError.schemaMismatch(collection: name, reason: "the primary key changed from \(state.entry.primaryKey) to \(primaryKey); copy the records into a new collection")
-        }
-        let declared = M.schema.indexes.map { CatalogEntry.Index(name: $0.name, fields: $0.storedFieldNames, unique: $0.isUnique) }
-        for definition in declared {
-            guard let stored = state.entry.indexes.first(where: { $0.name == definition.name }), stored != definition else { continue }
-            throw StorageError.schemaMismatch(collection: name, reason: "index '\(definition.name)' is stored as \(Self.describe(stored)) but \(M.self) declares \(Self.describe(definition)); "
-                + "drop it first with StrataStorage.dropIndex(\"\(definition.name)\", from: \"\(name)\"), or give the new definition another name")
-        }
-        let undeclared = state.entry.indexes.filter { !declared.contains($0) }
-        if let computed = undeclared.first(where: \.isComputed) {
-            throw StorageError.schemaMismatch(collection: name, reason: "index '\(computed.name)' is on a computed value that \(M.self) does not declare, so \(M.self) cannot keep it up to date; "
-                + "declare it in \(M.self)'s schema, or drop it with StrataStorage.dropIndex(\"\(computed.name)\", from: \"\(name)\")")
-        }
+        let (declared, undeclared) = try state.check(M.self)
         states[name] = state
         for (index, definition) in zip(M.schema.indexes, declared) where !state.entry.indexes.contains(definition) {
             try transaction.createTree(state.entry.indexTree(index.name))
@@ -94,34 +72,9 @@ final class StrataWriter: CollectionReading, StorageWriter {
             changedCatalog.insert(name)
         }
         undeclaredIndexes[ObjectIdentifier(M.self)] = undeclared
-        recordReader(M.self, in: &state)
+        if state.recordReader(M.self) { changedCatalog.insert(name) }
         states[name] = state
         return state
-    }
-
-    /// Records which fields a model that declares all of them reads (`storedump` reports the
-    /// stored fields no model reads: renames nobody declared, fields a model dropped).
-    private func recordReader<M: Model>(_ type: M.Type, in state: inout CollectionState) {
-        guard M.self is any DescribedModel.Type else { return }
-        let reads = M.schema.description.fields.map(\.name)
-        let modelType = String(reflecting: M.self)
-        guard state.entry.readers?[modelType] != reads else { return }
-        state.entry.readers = (state.entry.readers ?? [:]).merging([modelType: reads]) { $1 }
-        changedCatalog.insert(state.entry.collection)
-    }
-
-    /// A field whose declared Swift type cannot be stored as the catalog records the field
-    /// is refused when the collection is opened for writing, before any record is written.
-    private func checkDeclaredTypes<M: Model>(of type: M.Type, against state: CollectionState) throws {
-        for field in M.schema.description.fields {
-            guard let declared = field.storedType, let stored = state.entry.types?[field.name], stored != declared else { continue }
-            throw Self.typeConflict(collection: state.entry.collection, field: field.name, stored: stored, written: declared, by: M.self)
-        }
-    }
-
-    private static func typeConflict<M>(collection: String, field: String, stored: StoredType, written: StoredType, by model: M.Type) -> StorageError {
-        StorageError.schemaMismatch(collection: collection, reason: "field '\(field)' is stored as \(stored.rawValue), but \(M.self) writes \(written.rawValue); "
-            + "a field keeps its type (README, \"Changing your models\"): write the new type under a new field name, or copy the records into a new collection")
     }
 
     // MARK: Renamed fields
@@ -133,12 +86,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
     /// definitions follow the new name.
     /// - Throws: `StorageError.schemaMismatch` when a record holds both names.
     private func moveRenamedFields<M: Model>(of type: M.Type, in state: inout CollectionState) throws {
-        for (from, to) in M.schema.description.renames {
-            guard let fromID = state.fields.id(of: from), let fromType = state.entry.types?[from] else { continue }
-            if let toType = state.entry.types?[to], toType != fromType {
-                throw Self.typeConflict(collection: state.entry.collection, field: from, stored: fromType, written: toType, by: M.self)
-            }
-            let toID = state.fields.intern(to)
+        for rename in try state.pendingRenames(of: M.self) {
             var keys: [[UInt8]] = []
             try transaction.scan(state.entry.recordsTree) { key, _ in
                 keys.append(Array(key))
@@ -146,73 +94,14 @@ final class StrataWriter: CollectionReading, StorageWriter {
             }
             for key in keys {
                 guard let bytes = try transaction.get(key, in: state.entry.recordsTree),
-                      let moved = try Self.renaming(field: fromID, to: toID, in: bytes, state: state, names: (from, to)) else { continue }
+                      let moved = try CollectionRules.renaming(field: rename.fromID, to: rename.toID, in: bytes, state: state, names: (rename.from, rename.to)) else { continue }
                 try transaction.put(moved, forKey: key, in: state.entry.recordsTree)
             }
-            state.entry.types?[to] = fromType
-            state.entry.types?[from] = nil
-            state.entry.primaryKey = state.entry.primaryKey.map { $0 == from ? to : $0 }
-            for i in state.entry.indexes.indices {
-                state.entry.indexes[i].fields = state.entry.indexes[i].fields.map { $0 == from ? to : $0 }
-            }
-            state.learn([])
+            state.completeRename(rename)
             changedCatalog.insert(state.entry.collection)
-            storage.reportRename(collection: state.entry.collection, from: from, to: to, records: keys.count)
+            storage.reportRename(collection: state.entry.collection, from: rename.from, to: rename.to, records: keys.count)
             changedRecords.insert(state.entry.collection)
         }
-    }
-
-    /// A model that still writes a field under a name it declares as another field's
-    /// original name would have had that field's values moved away: refused (the
-    /// transaction, and the move with it, rolls back). Only a plain `Codable` model can get
-    /// here; `@StoredModel` declarations are checked whole (`ModelDescription.problem`).
-    private func checkNoOriginalNames<M: Model>(in bytes: [UInt8], of model: M.Type, state: CollectionState) throws {
-        let renames = M.schema.description.renames
-        guard !renames.isEmpty else { return }
-        let originalIDs = renames.compactMap { state.fields.id(of: $0.from) }
-        guard !originalIDs.isEmpty else { return }
-        try bytes.withUnsafeBytes { buffer in
-            try DecodingContext(buffer: buffer, fields: state.fields, collection: state.entry.collection).forEachTopLevelField { id, _ in
-                guard originalIDs.contains(id), let rename = renames.first(where: { state.fields.id(of: $0.from) == id }) else { return }
-                throw StorageError.schemaMismatch(collection: state.entry.collection, reason: "\(M.self): '\(rename.to)' declares the original name '\(rename.from)', which a current field still uses; "
-                    + "rename that field too, or remove the originalName declaration")
-            }
-        }
-    }
-
-    /// The record with its top-level field `from` stored as `to`, or nil when it lacks `from`.
-    private static func renaming(field from: UInt32, to: UInt32, in bytes: [UInt8], state: CollectionState, names: (String, String)) throws -> [UInt8]? {
-        try bytes.withUnsafeBytes { buffer -> [UInt8]? in
-            let context = DecodingContext(buffer: buffer, fields: state.fields, collection: state.entry.collection)
-            guard try context.tag(at: 0) == .keyed else { return nil }
-            var p = 1
-            let count = try context.varint(at: &p)
-            var fields: [(id: UInt32, value: Range<Int>)] = []
-            for _ in 0 ..< count {
-                let id = UInt32(truncatingIfNeeded: try context.varint(at: &p))
-                let end = try context.skip(at: p)
-                fields.append((id, p ..< end))
-                p = end
-            }
-            guard fields.contains(where: { $0.id == from }) else { return nil }
-            if fields.contains(where: { $0.id == to }) {
-                throw StorageError.schemaMismatch(collection: state.entry.collection, reason: "a record holds both '\(names.0)' and its new name '\(names.1)'; "
-                    + "remove one of them before declaring the rename (originalName)")
-            }
-            var moved: [UInt8] = []
-            moved.reserveCapacity(bytes.count + 2)
-            moved.appendTag(.keyed)
-            moved.appendVarint(count)
-            for field in fields {
-                moved.appendVarint(UInt64(field.id == from ? to : field.id))
-                moved.append(contentsOf: buffer[field.value])
-            }
-            return moved
-        }
-    }
-
-    private static func describe(_ index: CatalogEntry.Index) -> String {
-        (index.unique ? "unique " : "") + "(" + index.fields.joined(separator: ", ") + ")"
     }
 
     /// A file written before field types were recorded: take them from a stored record.
@@ -225,25 +114,8 @@ final class StrataWriter: CollectionReading, StorageWriter {
         if try cursor.first() { try checkStoredTypes(try cursor.value(), of: RecordValue.self, state: &state) }
     }
 
-    /// Checks each top-level field of an encoded record against the type the catalog
-    /// records for it, and records the types of fields written for the first time.
-    /// - Throws: `StorageError.schemaMismatch` naming the field and both types.
     private func checkStoredTypes<M>(_ bytes: [UInt8], of model: M.Type, state: inout CollectionState) throws {
-        var learned: [(name: String, type: StoredType)] = []
-        let current = state
-        try bytes.withUnsafeBytes { buffer in
-            try DecodingContext(buffer: buffer, fields: current.fields, collection: current.entry.collection).forEachTopLevelField { id, type in
-                guard let type else { return }  // nil fits every type: the field is optional
-                let stored = current.storedType(ofField: id)
-                if stored == type { return }
-                let field = current.fields.name(of: id) ?? "#\(id)"
-                guard let stored else { return learned.append((field, type)) }
-                throw Self.typeConflict(collection: current.entry.collection, field: field, stored: stored, written: type, by: M.self)
-            }
-        }
-        guard !learned.isEmpty else { return }
-        state.learn(learned)
-        changedCatalog.insert(state.entry.collection)
+        if try !state.checkStoredTypes(bytes, of: M.self).isEmpty { changedCatalog.insert(state.entry.collection) }
     }
 
     // MARK: Index maintenance
@@ -303,23 +175,6 @@ final class StrataWriter: CollectionReading, StorageWriter {
         if case .uniqueViolation(let c, let i, let v)? = abortedBy { throw StorageError.transactionAborted(collection: c, index: i, value: v) }
     }
 
-    /// Assigns an auto-increment id when the model's is 0, and keeps the counter above
-    /// every id stored.
-    private func assignID<M: Model>(_ model: inout M, state: inout CollectionState) {
-        guard let auto = M.schema.autoIncrement else { return }
-        let next = state.entry.nextID ?? 1
-        let id = auto.get(model)
-        if id == 0 {
-            auto.set(&model, next)
-            state.entry.nextID = next + 1
-        } else if id >= next {
-            state.entry.nextID = id + 1
-        } else {
-            return
-        }
-        changedCatalog.insert(state.entry.collection)
-    }
-
     @discardableResult
     func create<M: Model>(_ model: M) throws -> M { try write(model, mustBeNew: true) }
 
@@ -330,7 +185,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
         try checkNotAborted()
         var state = try prepare(M.self)
         var model = model
-        assignID(&model, state: &state)
+        if state.assignID(&model) { changedCatalog.insert(state.entry.collection) }
         let key = M.schema.primaryKey(of: model).bytes
         let old = try CollectionAccess<M>(engine: transaction, state: state).get(key)
         if mustBeNew, old != nil {
@@ -345,7 +200,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
         let bytes = try RecordEncoder.encode(model, fields: &state.fields, collection: state.entry.collection)
         if state.fields.names.count != fieldCount { changedCatalog.insert(state.entry.collection) }
         try checkStoredTypes(bytes, of: M.self, state: &state)
-        try checkNoOriginalNames(in: bytes, of: M.self, state: state)
+        try state.checkNoOriginalNames(in: bytes, of: M.self)
         states[state.entry.collection] = state
         let recordsTree = state.entry.recordsTree
         try maintainUndeclaredIndexes(of: M.self, key: key, old: { old == nil ? nil : try transaction.get(key, in: recordsTree) }, new: bytes, state: state)
