@@ -81,9 +81,9 @@ let package = Package(
             "StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
         ]),
         .testTarget(name: "StoredumpTests", dependencies: ["storedump", "StrataDemo", "Strata", "StrataEngine"]),
-        .testTarget(name: "StrataDAOTests", dependencies: ["StrataDAO", "Strata", "StrataExamples"]),
-        .testTarget(name: "StrataRepositoryTests", dependencies: ["StrataRepository", "Strata", "StrataEngine"]),
-        .testTarget(name: "StrataRecordTests", dependencies: ["StrataRecord", "Strata", "StrataEngine"]),
+        .testTarget(name: "StrataDAOTests", dependencies: ["StrataDAO", "Strata", "StrataExamples", "StrataTestBackends"]),
+        .testTarget(name: "StrataRepositoryTests", dependencies: ["StrataRepository", "Strata", "StrataEngine", "StrataTestBackends"]),
+        .testTarget(name: "StrataRecordTests", dependencies: ["StrataRecord", "Strata", "StrataEngine", "StrataTestBackends"]),
     ],
     swiftLanguageModes: [.v6]
 )

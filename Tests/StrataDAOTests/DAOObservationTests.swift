@@ -2,11 +2,12 @@ import Foundation
 import Strata
 import StrataDAO
 import StrataExamples
+import StrataTestBackends
 import Testing
 
 @Suite("DAO live queries, on every storage")
 struct DAOObservationTests {
-    @Test("observe yields plain objects now and after a commit to the dialogs or to their messages", arguments: Backend.allCases)
+    @Test("observe yields plain objects now and after a commit to the dialogs or to their messages", arguments: Backend.available)
     func observesDialogsAndTheirMessages(_ backend: Backend) async throws {
         let dao = dialogs(try backend.make())
         try await dao.persist([DialogPlainObject.sample(1, pinned: true), DialogPlainObject.sample(2, pinned: false)])

@@ -2,32 +2,12 @@ import Foundation
 import Strata
 import StrataDAO
 import StrataExamples
+import StrataTestBackends
 import Testing
 
-/// The backends the same DAO suite runs on, unchanged: the talk's "easy to swap the database".
-enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case strata, memory
-
-    var testDescription: String { rawValue }
-
-    func make() throws -> any Storage {
-        switch self {
-        case .memory: return try MemoryStorage()
-        case .strata: return try StrataStorage(path: Self.directory + "/" + UUID().uuidString + ".strata")
-        }
-    }
-
-    /// This run's database files; directories of earlier runs are removed when it is made.
-    static let directory: String = {
-        let base = NSTemporaryDirectory()
-        let mine = "strata-dao-tests-\(ProcessInfo.processInfo.processIdentifier)"
-        for old in (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? [] where old.hasPrefix("strata-dao-tests-") && old != mine {
-            try? FileManager.default.removeItem(atPath: base + old)
-        }
-        try? FileManager.default.createDirectory(atPath: base + mine, withIntermediateDirectories: true)
-        return base + mine
-    }()
-}
+/// The backends the same DAO suite runs on, unchanged: the talk's "easy to swap the database"
+/// (the Strata file, memory, SQLite, PostgreSQL).
+typealias Backend = StorageBackend
 
 func dialogs(_ storage: any Storage, cascade: Bool = true) -> DAO<AnyStorage, DialogTranslator> {
     DAO(storage: AnyStorage(storage), translator: DialogTranslator(cascade: cascade))
@@ -35,7 +15,7 @@ func dialogs(_ storage: any Storage, cascade: Bool = true) -> DAO<AnyStorage, Di
 
 @Suite("DAO, on every storage")
 struct DAOTests {
-    @Test("dialogs persist with their messages and read back whole", arguments: Backend.allCases)
+    @Test("dialogs persist with their messages and read back whole", arguments: Backend.available)
     func roundTrip(_ backend: Backend) throws {
         let storage = try backend.make()
         let dao = dialogs(storage)
@@ -50,7 +30,7 @@ struct DAOTests {
         #expect(try dao.read(byPrimaryKey: 99) == nil)
     }
 
-    @Test("read with a predicate and an order, limit and offset, and count", arguments: Backend.allCases)
+    @Test("read with a predicate and an order, limit and offset, and count", arguments: Backend.available)
     func predicatesAndOrder(_ backend: Backend) throws {
         let dao = dialogs(try backend.make())
         try dao.persist((1 ... 10).map { DialogPlainObject.sample($0, pinned: $0 % 3 == 0, messages: 1) })
@@ -62,7 +42,7 @@ struct DAOTests {
         #expect(try dao.read(byPrimaryKeys: [9, 99, 2]).map(\.id) == [9, 2])
     }
 
-    @Test("messages can be queried on their own, across dialogs, through an index", arguments: Backend.allCases)
+    @Test("messages can be queried on their own, across dialogs, through an index", arguments: Backend.available)
     func messagesOnTheirOwn(_ backend: Backend) throws {
         let storage = try backend.make()
         try dialogs(storage).persist((1 ... 4).map { DialogPlainObject.sample($0, pinned: false) })
@@ -74,7 +54,7 @@ struct DAOTests {
         }
     }
 
-    @Test("erasing a dialog cascades to its messages, or keeps them", arguments: Backend.allCases)
+    @Test("erasing a dialog cascades to its messages, or keeps them", arguments: Backend.available)
     func cascadeOrKeep(_ backend: Backend) throws {
         let storage = try backend.make()
         try dialogs(storage).persist([DialogPlainObject.sample(1, pinned: false), DialogPlainObject.sample(2, pinned: false)])
@@ -85,7 +65,7 @@ struct DAOTests {
         #expect(try dialogs(storage).count() == 0)
     }
 
-    @Test("persist replacing the stored set, erase by predicate and erase all", arguments: Backend.allCases)
+    @Test("persist replacing the stored set, erase by predicate and erase all", arguments: Backend.available)
     func eraseVariants(_ backend: Backend) throws {
         let storage = try backend.make()
         let dao = dialogs(storage)
@@ -101,7 +81,7 @@ struct DAOTests {
         #expect(try storage.count(MessageModel.self) == 0)
     }
 
-    @Test("updating a dialog replaces its messages; dropped ones are erased", arguments: Backend.allCases)
+    @Test("updating a dialog replaces its messages; dropped ones are erased", arguments: Backend.available)
     func update(_ backend: Backend) throws {
         let storage = try backend.make()
         let dao = dialogs(storage)
@@ -124,7 +104,7 @@ struct DAOTests {
         }
     }
 
-    @Test("a failed persist of many leaves nothing written, and names the object", arguments: Backend.allCases)
+    @Test("a failed persist of many leaves nothing written, and names the object", arguments: Backend.available)
     func atomicPersist(_ backend: Backend) throws {
         let storage = try backend.make()
         let dao = DAO(storage: AnyStorage(storage), translator: RefusingTranslator())
@@ -139,7 +119,7 @@ struct DAOTests {
         #expect(try dao.count() == 0)
     }
 
-    @Test("a dialog whose message is missing is a typed error naming it", arguments: Backend.allCases)
+    @Test("a dialog whose message is missing is a typed error naming it", arguments: Backend.available)
     func missingRelated(_ backend: Backend) throws {
         let storage = try backend.make()
         try dialogs(storage, cascade: false).persist(DialogPlainObject.sample(1, pinned: false))
@@ -152,7 +132,7 @@ struct DAOTests {
         }
     }
 
-    @Test("the talk's users, projects and comments round-trip", arguments: Backend.allCases)
+    @Test("the talk's users, projects and comments round-trip", arguments: Backend.available)
     func talkModels(_ backend: Backend) throws {
         let storage = AnyStorage(try backend.make())
         let users = DAO(storage: storage, translator: UserTranslator())
@@ -174,7 +154,7 @@ struct DAOTests {
         #expect(try comments.read(predicatedBy: #Predicate { $0.likesCount > 1 }).first?.imageURL == comment.imageURL)
     }
 
-    @Test("async variants", arguments: Backend.allCases)
+    @Test("async variants", arguments: Backend.available)
     func asyncAPI(_ backend: Backend) async throws {
         let dao = dialogs(try backend.make())
         try await dao.persist([DialogPlainObject.sample(1, pinned: true)])

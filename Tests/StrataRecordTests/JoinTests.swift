@@ -1,6 +1,7 @@
 import Foundation
 import Strata
 import StrataRecord
+import StrataTestBackends
 import Testing
 
 @Suite("ActiveRecord: joins")
@@ -26,7 +27,7 @@ struct JoinTests {
         }
     }
 
-    @Test("inner, left, right and full outer joins on a foreign key", arguments: RecordBackend.allCases)
+    @Test("inner, left, right and full outer joins on a foreign key", arguments: RecordBackend.available)
     func joins(_ backend: RecordBackend) throws {
         try seeded(backend) { (db: RecordDatabase) throws in
             let users = User.query(on: db).order(by: \.name)

@@ -1,11 +1,12 @@
 import Foundation
 import Strata
 import StrataRecord
+import StrataTestBackends
 import Testing
 
 @Suite("ActiveRecord: live fetchers")
 struct RecordObservationTests {
-    @Test("a fetcher's observe yields the records now and after each commit", arguments: RecordBackend.allCases)
+    @Test("a fetcher's observe yields the records now and after each commit", arguments: RecordBackend.available)
     func fetcherObserves(_ backend: RecordBackend) async throws {
         try await withDatabaseAsync(backend) { db in
             var ada = User(name: "Ada", email: "ada@example.com", age: 36)
@@ -36,12 +37,7 @@ struct RecordObservationTests {
 
 /// `withDatabase` for async bodies.
 func withDatabaseAsync(_ backend: RecordBackend, _ body: (RecordDatabase) async throws -> Void) async throws {
-    let path = NSTemporaryDirectory() + "strata-record-" + UUID().uuidString + ".strata"
-    defer { try? FileManager.default.removeItem(atPath: path) }
-    let db = switch backend {
-    case .strata: try RecordDatabase(path: path)
-    case .memory: RecordDatabase(storage: try MemoryStorage())
-    }
+    let db = RecordDatabase(storage: try backend.make())
     try await body(db)
     try? db.close()
 }

@@ -1,4 +1,5 @@
 import Foundation
+import StrataTestBackends
 import Strata
 import StrataRecord
 
@@ -31,20 +32,13 @@ struct NotReserved: RecordValidator {
 }
 
 /// The storages the record layer's behaviour is checked on: the same tests, each backend.
-enum RecordBackend: String, CaseIterable, CustomStringConvertible {
-    case strata, memory
-    var description: String { rawValue }
-}
+typealias RecordBackend = StorageBackend
 
 /// Runs `body` on a new, empty database of `backend`; the path is the file's (for `.strata`).
 func withDatabase(_ backend: RecordBackend = .strata, _ body: (RecordDatabase, String) throws -> Void) throws {
-    let path = NSTemporaryDirectory() + "strata-record-" + UUID().uuidString + ".strata"
-    defer { try? FileManager.default.removeItem(atPath: path) }
-    let db = switch backend {
-    case .strata: try RecordDatabase(path: path)
-    case .memory: RecordDatabase(storage: try MemoryStorage())
-    }
-    try body(db, path)
+    let place = UUID().uuidString
+    let db = RecordDatabase(storage: try backend.make(place: place))
+    try body(db, StorageBackend.directory + "/" + place + ".strata")
     try? db.close()
 }
 
