@@ -66,7 +66,7 @@ let package = Package(
         .target(name: "StrataRepository", dependencies: ["Strata"]),
         .target(name: "StrataRecord", dependencies: ["Strata"]),
         .target(name: "StrataExamples", dependencies: ["Strata", "StrataDAO"]),
-        .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine", "Strata", "StrataDAO", "StrataExamples", "StrataRepository", "StrataRecord"]),
+        .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine", "Strata", "StrataDAO", "StrataExamples", "StrataRepository", "StrataRecord", "StrataSQLite", "StrataPostgres"]),
         .executableTarget(name: "storedump", dependencies: [
             "Strata", "StrataEngine", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
@@ -80,7 +80,7 @@ let package = Package(
         .testTarget(name: "StrataMacrosPluginTests", dependencies: [
             "StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
         ]),
-        .testTarget(name: "StoredumpTests", dependencies: ["storedump", "StrataDemo", "Strata", "StrataEngine"]),
+        .testTarget(name: "StoredumpTests", dependencies: ["storedump", "StrataDemo", "Strata", "StrataEngine", "StrataTestBackends"]),
         .testTarget(name: "StrataDAOTests", dependencies: ["StrataDAO", "Strata", "StrataExamples", "StrataTestBackends"]),
         .testTarget(name: "StrataRepositoryTests", dependencies: ["StrataRepository", "Strata", "StrataEngine", "StrataTestBackends"]),
         .testTarget(name: "StrataRecordTests", dependencies: ["StrataRecord", "Strata", "StrataEngine", "StrataTestBackends"]),

@@ -1,17 +1,22 @@
 // strata-demo: a tour of Strata on an embedded database file.
 //
-//   swift run strata-demo [PATH] [--backend strata|memory]    (default: ./demo.strata, strata)
+//   swift run strata-demo [PATH] [--backend strata|memory|sqlite|postgres URL]
+//                                              (default: ./demo.strata, strata)
 //
 // Run it twice: the second run opens the file the first one wrote and finds its data.
-// `--backend memory` runs the app layers' part of the tour (typed storage, DAO, repository,
-// ActiveRecord) on MemoryStorage and prints the same results.
+// `--backend memory|sqlite|postgres URL` runs the app layers' part of the tour (typed
+// storage, DAO, live queries, repository, ActiveRecord) on MemoryStorage, a SQLite file
+// (PATH, default ./demo.sqlite) or a PostgreSQL server (in a new schema), and prints the
+// same results.
 import Foundation
 import Strata
 import StrataDAO
 import StrataEngine
 import StrataExamples
+import StrataPostgres
 import StrataRecord
 import StrataRepository
+import StrataSQLite
 
 /// The demo's model: a Codable struct with a primary key and two indexes.
 struct Member: Model, Equatable {
@@ -26,8 +31,11 @@ struct Member: Model, Equatable {
 
 /// The command line: an optional path and an optional `--backend`.
 struct DemoArguments {
-    var path = "demo.strata"
+    var path: String { explicitPath ?? (backend == "sqlite" ? "demo.sqlite" : "demo.strata") }
+    var explicitPath: String?
     var backend = "strata"
+    /// The PostgreSQL server, for `--backend postgres`.
+    var url: String?
 
     init(_ arguments: [String]) throws {
         var rest = arguments[...]
@@ -35,15 +43,19 @@ struct DemoArguments {
         while let argument = rest.popFirst() {
             switch argument {
             case "--backend":
-                guard let value = rest.popFirst(), ["strata", "memory"].contains(value) else {
-                    throw DemoUsage("--backend takes strata or memory (SQLite and PostgreSQL backends are not built yet)")
+                guard let value = rest.popFirst(), ["strata", "memory", "sqlite", "postgres"].contains(value) else {
+                    throw DemoUsage("--backend takes strata, memory, sqlite or postgres URL")
                 }
                 backend = value
+                if value == "postgres" {
+                    guard let url = rest.popFirst(), !url.hasPrefix("-") else { throw DemoUsage("--backend postgres takes the server's URL: postgres://user:password@host/database") }
+                    self.url = url
+                }
             case "-h", "--help": throw DemoUsage(nil)
             case _ where argument.hasPrefix("-"): throw DemoUsage("unknown option \(argument)")
             default:
                 guard !sawPath else { throw DemoUsage("one path at most") }
-                (path, sawPath) = (argument, true)
+                (explicitPath, sawPath) = (argument, true)
             }
         }
     }
@@ -52,7 +64,7 @@ struct DemoArguments {
 struct DemoUsage: Error {
     let problem: String?
     init(_ problem: String?) { self.problem = problem }
-    static let text = "usage: strata-demo [PATH] [--backend strata|memory]"
+    static let text = "usage: strata-demo [PATH] [--backend strata|memory|sqlite|postgres URL]"
 }
 
 let arguments: DemoArguments
@@ -78,6 +90,21 @@ do {
     if arguments.backend == "memory" {
         print("Strata demo on MemoryStorage (the engine, in memory)")
         try await appTour(storage: try MemoryStorage())
+        exit(0)
+    }
+    if arguments.backend == "sqlite" {
+        // A new file each run, so the tour prints what it prints on every backend.
+        try? FileManager.default.removeItem(atPath: path)
+        print("Strata demo on SQLiteStorage (\(path), through GRDB)")
+        try await appTour(storage: try SQLiteStorage(path: path))
+        exit(0)
+    }
+    if arguments.backend == "postgres", let url = arguments.url {
+        let schema = "strata_demo_" + String(Int(Date().timeIntervalSince1970 * 1000))
+        print("Strata demo on PostgresStorage (schema \(schema); DROP SCHEMA \(schema) CASCADE removes it)")
+        let storage = try PostgresStorage(url: url, schema: schema)
+        try await appTour(storage: storage)
+        try storage.close()
         exit(0)
     }
     let existed = FileManager.default.fileExists(atPath: path)

@@ -121,7 +121,9 @@ struct SQLCollection<M: Model> {
     /// An argument as `explain` shows it: a key as its decoded elements.
     private static func literal(_ value: SQLValue) -> String {
         switch value {
-        case .blob(let bytes): "key(\(Key(bytes: bytes)))"
+        // `k ++ FF` is "just above k" (`KeyRange.afterElements`).
+        case .blob(let bytes) where bytes.last == 0xFF: "key(after \(Key(bytes: Array(bytes.dropLast()))))"
+        case .blob(let bytes): "key\(Key(bytes: bytes))"
         case .integer(let i): "\(i)"
         case .text(let s): "'\(s)'"
         default: "\(value)"

@@ -1,4 +1,5 @@
 import Foundation
+import StrataTestBackends
 import Testing
 
 /// The demo runs the app layers' tour on every backend and prints the same results.
@@ -41,6 +42,25 @@ struct DemoTests {
         #expect(file.output.contains("== Moving data: every collection copied to another storage, verified"))
     }
 
+    @Test("--backend sqlite and --backend postgres URL print the same app results as memory, their plans in SQL")
+    func sameResultsOnSQLBackends() throws {
+        let directory = NSTemporaryDirectory() + "strata-demo-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let memory = try demo(["--backend", "memory"], in: directory)
+        var runs = [("SQLite", try demo(["--backend", "sqlite"], in: directory))]
+        if StorageBackend.available.contains(.postgres) {
+            runs.append(("PostgreSQL", try demo(["--backend", "postgres", PostgresTestServer.url], in: directory)))
+        }
+        // The plan lines differ (the SQL backends show their statement); results do not.
+        func results(_ output: String) -> String { appSections(output).split(separator: "\n").filter { !$0.hasPrefix("  plan:") }.joined(separator: "\n") }
+        for (name, run) in runs {
+            #expect(run.status == 0, "\(name): \(run.output)")
+            #expect(results(run.output) == results(memory.output), "\(name)")
+            #expect(run.output.contains("  plan: Member: indexRange(index: \"age\"), \(name): SELECT"), "\(name)")
+        }
+    }
+
     @Test("an unknown backend is a usage error, and no file is created")
     func unknownBackend() throws {
         let directory = NSTemporaryDirectory() + "strata-demo-" + UUID().uuidString
@@ -48,7 +68,7 @@ struct DemoTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let run = try demo(["--backend", "oracle"], in: directory)
         #expect(run.status == 2)
-        #expect(run.output.contains("usage: strata-demo [PATH] [--backend strata|memory]"))
+        #expect(run.output.contains("usage: strata-demo [PATH] [--backend strata|memory|sqlite|postgres URL]"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
     }
 }
