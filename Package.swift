@@ -75,7 +75,7 @@ let package = Package(
         .testTarget(name: "StrataEngineTests", dependencies: ["StrataEngine", "StrataCrashChild", .product(name: "Logging", package: "swift-log")]),
         // A separately built program with its own model types, for the catalog tests.
         .executableTarget(name: "StrataModelChild", dependencies: ["Strata"]),
-        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataConformance", "StrataModelChild", "StrataTestBackends", "StrataSQLite"], exclude: ["Fixtures"]),
+        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataConformance", "StrataModelChild", "StrataTestBackends", "StrataSQLite", "StrataPostgres", .product(name: "GRDB", package: "GRDB.swift")], exclude: ["Fixtures"]),
         .testTarget(name: "StrataMacrosTests", dependencies: ["StrataMacros", "Strata", "StrataEngine"]),
         .testTarget(name: "StrataMacrosPluginTests", dependencies: [
             "StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
