@@ -68,7 +68,24 @@ struct SQLBackendTests {
         let unindexed = try storage.explain(Song.filter(\.rating > 4).sorted(by: \.title))
         #expect(unindexed.residualFilter && unindexed.description.contains("then in Swift: filter"))
         #expect(try storage.read(Song.filter(\.rating > 4).sorted(by: \.title)).map(\.id) == [1, 3])
+        // The README's example, verbatim.
+        #expect(try storage.explain(Song.filter(\.plays > 15).filter(\.rating > 4)).description.hasSuffix(
+            "FROM \"Song\" WHERE (strata_ix_3a07e39800731a4a >= key(after (15))) ORDER BY strata_key; then in Swift: filter"))
         try? storage.close()
+    }
+
+    @Test("a Strata file's collections copy into the SQL backend and back, verified by count and checksum", arguments: sqlBackends)
+    func copyThereAndBack(_ backend: StorageBackend) throws {
+        let file = try StorageBackend.strata.make(), server = try backend.make(), back = try StorageBackend.strata.make()
+        try file.persist(songs)
+        var progress: [Int] = []
+        let there = try StorageTransfer.copy([Song.self], from: file, to: server, batchSize: 2) { progress.append($0.copied) }
+        #expect(progress == [2, 3])
+        let returned = try StorageTransfer.copy([Song.self], from: server, to: back)
+        #expect(there.collections == returned.collections)
+        #expect(try back.read(Query<Song>()) == songs)
+        #expect(try server.count(Song.filter(\.plays > 15)) == 2)
+        try? server.close()
     }
 
     @Test("a PostgreSQL table name longer than 63 bytes is refused, saying so", arguments: sqlBackends.filter { $0 == .postgres })

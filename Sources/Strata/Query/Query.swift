@@ -230,10 +230,15 @@ public struct QueryPlan: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         var parts = ["\(collection): \(access)"]
         if let range { parts.append("range \(range)") }
+        if let sql {
+            // A SQL backend: the statement, then what Swift does with its rows.
+            let swift = (residualFilter ? ["filter"] : []) + (sortsInMemory ? ["sort"] : []) + (stopsAfter.map { ["stop after \($0)"] } ?? [])
+            parts.append(sql + (swift.isEmpty ? "" : "; then in Swift: " + swift.joined(separator: ", ")))
+            return parts.joined(separator: ", ")
+        }
         if residualFilter { parts.append("then filter") }
         if sortsInMemory { parts.append("then sort") }
         if let stopsAfter { parts.append("stop after \(stopsAfter)") }
-        if let sql { parts.append(sql + (residualFilter || sortsInMemory ? "; then in Swift:" + (residualFilter ? " filter" : "") + (sortsInMemory ? " sort" : "") : "")) }
         return parts.joined(separator: ", ")
     }
 }
