@@ -44,6 +44,8 @@ let package = Package(
                 .product(name: "StrataExamples", package: "Strata"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "StrataSQLite", package: "Strata"),
+                .product(name: "StrataPostgres", package: "Strata"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/StrataBench"),

@@ -162,10 +162,21 @@ final class PostgresPool: Sendable {
 import Synchronization
 
 /// PostgreSQL as `SQLDatabase`: transactions on pooled connections.
-struct PostgresDatabaseAdapter: SQLDatabase {
+final class PostgresDatabaseAdapter: SQLDatabase {
     let pool: PostgresPool
     /// The advisory lock that serializes this schema's Strata writers.
     let lockKey: Int64
+    /// The connection listening for other storages' commits, once observed.
+    let listener = Mutex<PostgresConnection?>(nil)
+
+    init(pool: PostgresPool, lockKey: Int64) {
+        (self.pool, self.lockKey) = (pool, lockKey)
+    }
+
+    /// Released without `close()`: the listening connection is closed (postgres-nio requires it).
+    deinit {
+        if let connection = listener.withLock({ $0.take() }) { connection.close().whenComplete { _ in _ = connection } }
+    }
 
     var dialect: SQLDialect {
         SQLDialect(name: "PostgreSQL", bytesType: "BYTEA", maxIdentifierBytes: 63, placeholder: { "$\($0)" }) { type in
@@ -211,7 +222,43 @@ struct PostgresDatabaseAdapter: SQLDatabase {
         }
     }
 
-    func close() throws { try pool.close() }
+    func close() throws {
+        try pool.close()
+        if let listener = listener.withLock({ $0.take() }) { try? listener.close().wait() }
+    }
+
+    /// The channel this schema's commits are announced on.
+    var channel: String { "strata_" + String(UInt64(bitPattern: lockKey), radix: 16) }
+
+    /// `NOTIFY channel, 'storage-id collection…'` (names separated by NUL-free newlines,
+    /// JSON-escaped): PostgreSQL delivers it when, and only if, the transaction commits.
+    func announce(_ collections: Set<String>, from storage: String, in connection: any SQLConnection) throws {
+        // A payload is at most 8000 bytes: many names go in several notifications (a name
+        // is at most 120 bytes).
+        var chunks: [[String]] = [[]]
+        var size = 0
+        for name in collections.sorted() {
+            if size + name.utf8.count > 6_000 { (chunks, size) = (chunks + [[]], 0) }
+            chunks[chunks.count - 1].append(name)
+            size += name.utf8.count + 8
+        }
+        for chunk in chunks {
+            let payload = String(decoding: try JSONEncoder().encode([storage] + chunk), as: UTF8.self)
+            try connection.execute("SELECT pg_notify($1, $2)", [.text(channel), .text(payload)])
+        }
+    }
+
+    /// One connection outside the pool, listening on the channel.
+    func listen(_ handler: @escaping @Sendable (_ storage: String, _ collections: Set<String>) -> Void) throws {
+        let connection = try PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.any(), configuration: pool.configuration,
+                                                        id: 0, logger: PostgresPool.logger).wait()
+        connection.addListener(channel: channel) { _, notification in
+            guard let names = try? JSONDecoder().decode([String].self, from: Data(notification.payload.utf8)), let storage = names.first else { return }
+            handler(storage, Set(names.dropFirst()))
+        }
+        try connection.run("LISTEN \(channel)", [])
+        listener.withLock { $0 = connection }
+    }
 }
 
 struct PostgresSQLConnection: SQLConnection {

@@ -61,4 +61,15 @@ public protocol SQLDatabase: Sendable {
     func write<R>(_ body: (any SQLConnection) throws -> R) throws -> R
     /// Closes the database's connections.
     func close() throws
+    /// Tells other processes, inside the committing transaction, which collections it
+    /// changed (PostgreSQL: `NOTIFY`, delivered on commit). Default: nothing.
+    func announce(_ collections: Set<String>, from storage: String, in connection: any SQLConnection) throws
+    /// Starts calling `handler` with the collections other storages' commits changed, and
+    /// the announcing storage's id (PostgreSQL: `LISTEN`). Default: nothing.
+    func listen(_ handler: @escaping @Sendable (_ storage: String, _ collections: Set<String>) -> Void) throws
+}
+
+extension SQLDatabase {
+    public func announce(_ collections: Set<String>, from storage: String, in connection: any SQLConnection) throws {}
+    public func listen(_ handler: @escaping @Sendable (_ storage: String, _ collections: Set<String>) -> Void) throws {}
 }

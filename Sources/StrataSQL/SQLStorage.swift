@@ -25,8 +25,12 @@ open class SQLStorage: Storage, @unchecked Sendable {
     let observers = CommitObservers()
     /// The last catalog entry decoded per collection, with its stored text.
     private let decoded = Mutex<[String: (text: [UInt8], state: CollectionState)]>([:])
-    /// Identifies this storage's open write transaction in the thread's dictionary.
-    private let writingKey = "strata.sql.writing.\(UUID().uuidString)"
+    /// This storage's id: names its open write transaction in the thread's dictionary, and
+    /// its commits' announcements (which it does not hear as another's).
+    private let id = UUID().uuidString
+    private var writingKey: String { "strata.sql.writing." + id }
+    /// Whether the database is listening for other storages' commits (from the first observer on).
+    private let listening = Mutex(false)
 
     /// A storage on `database`; creates the catalog table when it is missing.
     /// - Throws: the database's error when it cannot create the table.
@@ -51,6 +55,7 @@ open class SQLStorage: Storage, @unchecked Sendable {
             let writer = SQLWriter(storage: self, connection: connection)
             let result = try body(writer)
             changed = try writer.finish()
+            if !changed.isEmpty { try database.announce(changed, from: id, in: connection) }
             return result
         }
         observers.committed(changed)
@@ -68,7 +73,27 @@ open class SQLStorage: Storage, @unchecked Sendable {
         observers.close()
     }
 
-    public func observeCommits(_ observer: @escaping @Sendable (CommitEvent) -> Void) -> CommitObservation { observers.add(observer) }
+    /// Calls `observer` after each commit of this storage, and — where the database tells of
+    /// them (PostgreSQL) — of every other storage on the same tables, in any process.
+    public func observeCommits(_ observer: @escaping @Sendable (CommitEvent) -> Void) -> CommitObservation {
+        let observation = observers.add(observer)
+        let start = listening.withLock { started in
+            defer { started = true }
+            return !started
+        }
+        if start {
+            let (observers, id) = (self.observers, self.id)
+            do {
+                try database.listen { storage, collections in
+                    if storage != id { observers.committed(collections) }
+                }
+            } catch {
+                listening.withLock { $0 = false }
+                ListenFailure.report(error)
+            }
+        }
+        return observation
+    }
 
     /// How many commit observers are registered.
     public var activeObservers: Int { observers.count }
@@ -97,5 +122,12 @@ extension SQLStorage {
 
     public func write<R: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> R) async throws -> R {
         try await offload { try self.write(body) }
+    }
+}
+
+/// A database that cannot listen leaves observation in-process; said once, on stderr.
+enum ListenFailure {
+    static func report(_ error: any Error) {
+        FileHandle.standardError.write(Data("strata: cannot listen for other processes' commits (\(error)); observation sees this process's commits only\n".utf8))
     }
 }

@@ -102,6 +102,19 @@ struct SQLBackendTests {
         try? storage.close()
     }
 
+    @Test("an observer on one PostgresStorage sees another's commits (LISTEN/NOTIFY), as another process's would be", .timeLimit(.minutes(1)), arguments: sqlBackends.filter { $0 == .postgres })
+    func observesOtherStoragesCommits(_ backend: StorageBackend) async throws {
+        let place = UUID().uuidString
+        let writer = try backend.make(place: place), watcher = try backend.make(place: place)
+        try writer.persist(songs)
+        var results = watcher.observe(Song.filter(\.plays > 25).sorted(by: \.plays)).makeAsyncIterator()
+        #expect(try await results.next()?.map(\.id) == [2])
+        try writer.persist(Song(id: 4, title: "Gold", plays: 40, rating: 1, favourite: false, released: .now, tags: []))
+        #expect(try await results.next()?.map(\.id) == [2, 4], "the other storage's commit arrives as a notification")
+        try writer.close()
+        try watcher.close()
+    }
+
     @Test("a second storage on the same SQLite file sees the first one's commits")
     func twoStoragesOneFile() throws {
         let path = StorageBackend.directory + "/shared-\(UUID().uuidString).sqlite"

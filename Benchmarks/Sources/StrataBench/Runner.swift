@@ -1,6 +1,8 @@
 // Runs the workloads of WORKLOAD.md on each engine, verifying every result.
 import BenchmarkSupport
 import Foundation
+import StrataPostgres
+import StrataSQLite
 import Strata
 import StrataDAO
 import StrataExamples
@@ -131,6 +133,8 @@ final class Runner {
     }
 
     var keep = false
+    /// The PostgreSQL server W3 runs on (TCP: the tests' role and database by default).
+    var postgresURL = "postgres://strata:strata@localhost:5432/strata_test"
 
     func verify(_ workload: String, _ engine: String, _ expected: Checksum, _ read: () throws -> Checksum) throws {
         progress.begin("\(workload) \(engine) verifying every record")
@@ -177,16 +181,30 @@ final class Runner {
 
     // MARK: W3
 
-    /// The DAO path on each backend that implements `Storage` (Strata, and memory for scale).
+    /// The DAO path on each backend that implements `Storage`: Strata, memory (for scale),
+    /// SQLite through GRDB and PostgreSQL (when a server answers at `postgresURL`).
     func runW3() throws {
         let count = max(100, min(10_000, records / 100))
         let plains = W3.dialogs(count)
         let pinned = plains.filter(\.isPinned).map(\.id)
         // Memory is the reference for what the layers cost; Strata runs when strata-typed is selected.
-        for backend in W3.backends where backend == "memory" || engines.contains(.strataTyped) {
+        for backend in W3.backends + ["sqlite", "postgres"] where backend == "memory" || engines.contains(.strataTyped) {
             let name = backend == "strata" ? "strata-typed" : backend
             let path = try engineDirectory("W3", name)
-            let dao = DAO(storage: try W3.storage(backend, directory: path), translator: DialogTranslator())
+            let storage: AnyStorage
+            switch backend {
+            case "sqlite": storage = AnyStorage(try SQLiteStorage(path: path + "/w3.sqlite"))
+            case "postgres":
+                do {
+                    storage = AnyStorage(try PostgresStorage(url: postgresURL, schema: "w3_\(UInt32.random(in: 0 ... .max))"))
+                    _ = try storage.count(DialogModel.self)
+                } catch {
+                    print("W3 postgres: skipped, no server at \(postgresURL): \(error)")
+                    continue
+                }
+            default: storage = try W3.storage(backend, directory: path)
+            }
+            let dao = DAO(storage: storage, translator: DialogTranslator())
             let messages = count * W3.messagesPerDialog
             try measure("W3", "persist", name, count: count + messages, unit: "records/s") {
                 try dao.persist(plains); return nil
@@ -203,6 +221,7 @@ final class Runner {
                 guard found == pinned else { throw BenchError("W3 \(name) read \(found.count) pinned dialogs, expected \(pinned.count)") }
                 return nil
             }
+            try? storage.close()
             if !keep { try FileManager.default.removeItem(atPath: path) }
         }
     }

@@ -39,6 +39,9 @@ struct StrataBench: ParsableCommand {
     @Option(help: "Also write the results as JSON to this path.")
     var json: String?
 
+    @Option(help: "The PostgreSQL server for W3 (skipped, saying so, when none answers).")
+    var postgres = ProcessInfo.processInfo.environment["STRATA_POSTGRES_URL"] ?? "postgres://strata:strata@localhost:5432/strata_test"
+
     @Flag(help: "Skip measuring the machine's limits.")
     var noLimits = false
 
@@ -64,6 +67,7 @@ struct StrataBench: ParsableCommand {
                             directory: directory, progress: progress,
                             report: Report(machine: .current(), records: records, command: command))
         runner.keep = keep
+        runner.postgresURL = postgres
         defer { if !keep && dir == nil { try? FileManager.default.removeItem(atPath: directory) } }
 
         let selected = list(workloads)
