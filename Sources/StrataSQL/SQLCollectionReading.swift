@@ -164,13 +164,27 @@ extension SQLCollectionReading {
     }
 }
 
-/// A read transaction of `SQLStorage`.
-struct SQLReader: SQLCollectionReading {
+/// A read transaction of `SQLStorage`. A snapshot's catalog does not change, so each
+/// collection's entry is read once per transaction (one round trip fewer per query on a server).
+final class SQLReader: SQLCollectionReading {
     let storage: SQLStorage
     let connection: any SQLConnection
+    private var states: [String: CollectionState?] = [:]
+
+    init(storage: SQLStorage, connection: any SQLConnection) {
+        (self.storage, self.connection) = (storage, connection)
+    }
 
     func collection<M: Model>(_ type: M.Type) throws -> SQLCollection<M>? {
-        guard let state = try storage.collection(M.collectionName, in: connection) else { return nil }
+        let name = M.collectionName
+        let state: CollectionState?
+        if let known = states[name] {
+            state = known
+        } else {
+            state = try storage.collection(name, in: connection)
+            states[name] = state
+        }
+        guard let state else { return nil }
         return SQLCollection(connection: connection, dialect: storage.database.dialect, state: state)
     }
 

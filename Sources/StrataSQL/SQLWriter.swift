@@ -22,7 +22,9 @@ final class SQLWriter: SQLCollectionReading, StorageWriter {
 
     func collection<M: Model>(_ type: M.Type) throws -> SQLCollection<M>? {
         if let state = states[M.collectionName] { return SQLCollection(connection: connection, dialect: dialect, state: state) }
-        return try SQLReader(storage: storage, connection: connection).collection(type)
+        // Not prepared by this transaction: read its entry each time (a write may create it).
+        guard let state = try storage.collection(M.collectionName, in: connection) else { return nil }
+        return SQLCollection(connection: connection, dialect: dialect, state: state)
     }
 
     func explain<M: Model>(_ query: Query<M>) throws -> QueryPlan {
