@@ -27,8 +27,8 @@ open class SQLStorage: Storage, @unchecked Sendable {
     private let decoded = Mutex<[String: (text: [UInt8], state: CollectionState)]>([:])
     /// This storage's id: names its open write transaction in the thread's dictionary, and
     /// its commits' announcements (which it does not hear as another's).
-    private let id = UUID().uuidString
-    private var writingKey: String { "strata.sql.writing." + id }
+    private let id: String
+    private let writingKey: String
     /// Whether the database is listening for other storages' commits (from the first observer on).
     private let listening = Mutex(false)
 
@@ -36,6 +36,8 @@ open class SQLStorage: Storage, @unchecked Sendable {
     /// - Throws: the database's error when it cannot create the table.
     public init(database: any SQLDatabase) throws {
         self.database = database
+        id = UUID().uuidString
+        writingKey = "strata.sql.writing." + id
         try database.write { connection in
             try connection.execute("CREATE TABLE IF NOT EXISTS \(SQLNames.catalogTable) (collection TEXT PRIMARY KEY, entry TEXT NOT NULL)", [])
         }

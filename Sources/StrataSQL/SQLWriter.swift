@@ -161,12 +161,8 @@ final class SQLWriter: SQLCollectionReading, StorageWriter {
         if mustBeNew, exists {
             throw StorageError.duplicateKey(collection: state.entry.collection, key: Key(bytes: key).description)
         }
-        let fieldCount = state.fields.names.count
-        let bytes = try RecordEncoder.encode(model, fields: &state.fields, collection: state.entry.collection)
-        if state.fields.names.count != fieldCount { changedCatalog.insert(state.entry.collection) }
-        let learned = try state.checkStoredTypes(bytes, of: M.self)
-        if !learned.isEmpty { changedCatalog.insert(state.entry.collection) }
-        try state.checkNoOriginalNames(in: bytes, of: M.self)
+        let (bytes, learned, catalogChanged) = try state.encodeRecord(model)
+        if catalogChanged { changedCatalog.insert(state.entry.collection) }
         for field in learned where field.type.isScalar && SQLNames.hasReadableColumn(field.name, dialect: dialect) {
             try connection.execute("ALTER TABLE \(table(state)) ADD COLUMN \(SQLNames.quoted(field.name)) \(dialect.columnType(field.type))", [])
         }

@@ -170,6 +170,19 @@ extension CollectionState {
         return learned
     }
 
+    /// Encodes `model` as the collection's record, by the catalog's rules: new field names
+    /// join the field table, field types are checked (new ones learned), and a field still
+    /// written under a declared original name is refused. Returns the record, the fields
+    /// whose types were learned, and whether the catalog entry changed.
+    /// - Throws: `StorageError.schemaMismatch`; the encoder's errors.
+    package mutating func encodeRecord<M: Model>(_ model: M) throws -> (bytes: [UInt8], learned: [(name: String, type: StoredType)], catalogChanged: Bool) {
+        let fieldCount = fields.names.count
+        let bytes = try RecordEncoder.encode(model, fields: &fields, collection: entry.collection)
+        let learned = try checkStoredTypes(bytes, of: M.self)
+        try checkNoOriginalNames(in: bytes, of: M.self)
+        return (bytes, learned, fields.names.count != fieldCount || !learned.isEmpty)
+    }
+
     /// A model that still writes a field under a name it declares as another field's
     /// original name would have had that field's values moved away: refused. Only a plain
     /// `Codable` model can get here; `@StoredModel` declarations are checked whole.

@@ -196,11 +196,8 @@ final class StrataWriter: CollectionReading, StorageWriter {
     }
 
     private func store<M: Model>(_ model: M, key: [UInt8], replacing old: M?, state: inout CollectionState) throws {
-        let fieldCount = state.fields.names.count
-        let bytes = try RecordEncoder.encode(model, fields: &state.fields, collection: state.entry.collection)
-        if state.fields.names.count != fieldCount { changedCatalog.insert(state.entry.collection) }
-        try checkStoredTypes(bytes, of: M.self, state: &state)
-        try state.checkNoOriginalNames(in: bytes, of: M.self)
+        let (bytes, _, catalogChanged) = try state.encodeRecord(model)
+        if catalogChanged { changedCatalog.insert(state.entry.collection) }
         states[state.entry.collection] = state
         let recordsTree = state.entry.recordsTree
         try maintainUndeclaredIndexes(of: M.self, key: key, old: { old == nil ? nil : try transaction.get(key, in: recordsTree) }, new: bytes, state: state)
