@@ -12,8 +12,15 @@
 //                                  until SECONDS pass: open PATH for writing (retrying while
 //                                  locked), commit key (ID, n), close; print "ok ID n" after
 //                                  each acknowledged commit
+//   StrataCrashChild follow PATH   open PATH read-only and refresh it in a loop until
+//                                  standard input closes, checking every state it sees:
+//                                  "numbers" holds exactly commits 1...N, and each writer's
+//                                  keys in "writers" are 1...n without a gap; then refresh
+//                                  once more and print "followed STATES states, sequence S,
+//                                  numbers N, writers E entries"
 import Foundation
 import StrataEngine
+import Synchronization
 
 /// Writes a line to stdout unbuffered, so the parent sees every acknowledgement at once.
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
@@ -47,6 +54,54 @@ func lastCommitted(_ db: Database) throws -> Int {
 func value(of n: Int, part: Int) -> [UInt8] {
     let size = n % 17 == 0 ? 3000 : 20 + (n * 31 + part) % 200
     return (0 ..< size).map { UInt8(truncatingIfNeeded: n &* 7 &+ part &+ $0) }
+}
+
+/// Checks that `snapshot` holds exactly commits 1...N of the "numbers" workload for the
+/// highest N present, and returns N; exits with a message otherwise.
+func checkNumbers(_ snapshot: Snapshot) throws -> Int {
+    guard snapshot.hasTree("numbers") else { return 0 }
+    let cursor = try snapshot.cursor("numbers")
+    guard try cursor.last(), case .int(let lastValue)? = try Key(bytes: cursor.key).elements().first else { return 0 }
+    let last = Int(lastValue)
+    var expected: [[UInt8]: [UInt8]] = [:]
+    for n in stride(from: 1, through: last, by: 1) {
+        for (key, value) in changes(of: n).puts { expected[key] = value }
+        for key in changes(of: n).deletes { expected[key] = nil }
+    }
+    var found = 0
+    try snapshot.scan("numbers") { key, value in
+        guard expected[Array(key)] == Array(value) else {
+            say("mismatch at \(Key(bytes: Array(key))) in the state of commit \(last) (sequence \(snapshot.sequence))")
+            exit(1)
+        }
+        found += 1
+        return true
+    }
+    guard found == expected.count else {
+        say("found \(found) entries, expected \(expected.count) for commits 1...\(last) (sequence \(snapshot.sequence))")
+        exit(1)
+    }
+    return last
+}
+
+/// Checks that each writer's keys (ID, n) in "writers" run 1...n without a gap, and
+/// returns how many entries the tree holds; exits with a message otherwise.
+func checkWriters(_ snapshot: Snapshot) throws -> Int {
+    guard snapshot.hasTree("writers") else { return 0 }
+    var next: [Int64: Int64] = [:]
+    var entries = 0
+    try snapshot.scan("writers") { key, _ in
+        entries += 1
+        let elements = try Key(bytes: Array(key)).elements()
+        guard case .int(let id)? = elements.first, id > 0, case .int(let n)? = elements.last else { return true }
+        guard n == next[id, default: 1] else {
+            say("writer \(id): commit \(n) follows \(next[id, default: 1] - 1) (sequence \(snapshot.sequence))")
+            exit(1)
+        }
+        next[id] = n + 1
+        return true
+    }
+    return entries
 }
 
 /// Opens `path` for writing, retrying while another handle holds the lock, until `deadline`.
@@ -104,30 +159,29 @@ do {
         }
     case "verify":
         let db = try Database(path: path)
-        let last = try lastCommitted(db)
-        var expected: [[UInt8]: [UInt8]] = [:]
-        for n in stride(from: 1, through: last, by: 1) {
-            for (key, value) in changes(of: n).puts { expected[key] = value }
-            for key in changes(of: n).deletes { expected[key] = nil }
-        }
-        var found = 0
-        try db.read { snapshot in
-            guard snapshot.hasTree("numbers") else { return }
-            try snapshot.scan("numbers") { key, value in
-                guard expected[Array(key)] == Array(value) else {
-                    say("mismatch at \(Key(bytes: Array(key)))")
-                    exit(1)
-                }
-                found += 1
-                return true
-            }
-        }
-        guard found == expected.count else {
-            say("found \(found) entries, expected \(expected.count) for commits 1...\(last)")
-            exit(1)
-        }
+        let last = try checkNumbers(try db.snapshot())
         try db.close()
         say("verified \(last)")
+    case "follow":
+        let db = try Database(path: path, options: Database.Options(readOnly: true))
+        final class Flag: Sendable { let raised = Atomic<Bool>(false) }
+        let inputClosed = Flag()
+        Thread.detachNewThread {
+            _ = FileHandle.standardInput.readDataToEndOfFile()
+            inputClosed.raised.store(true, ordering: .releasing)
+        }
+        var states = 0
+        while !inputClosed.raised.load(ordering: .acquiring) {
+            if try db.refresh().hasChanges {
+                states += 1
+                _ = try checkNumbers(try db.snapshot())
+                _ = try checkWriters(try db.snapshot())
+            }
+        }
+        try db.refresh()
+        let entries = try checkWriters(try db.snapshot())
+        let numbers = try checkNumbers(try db.snapshot())
+        say("followed \(states) states, sequence \(try db.snapshot().sequence), numbers \(numbers), writers \(entries) entries")
     case "lock":
         do {
             let db = try Database(path: path)

@@ -169,6 +169,79 @@ public final class Database: Sendable {
         try body(try snapshot())
     }
 
+    // MARK: Refreshing
+
+    /// What `refresh()` found.
+    public struct Refresh: Sendable, Equatable {
+        /// The commit sequence before and after.
+        public var previousSequence: UInt64
+        public var sequence: UInt64
+        /// The trees the new commits changed; nil when that cannot be told (the file was
+        /// replaced by another process's compaction after commits this handle had not seen).
+        public var changedTrees: Set<String>?
+
+        /// Whether new commits became visible.
+        public var hasChanges: Bool { sequence != previousSequence }
+    }
+
+    /// Makes the commits that other handles — in this process or another — appended since
+    /// this read-only handle opened or last refreshed visible to new snapshots. Snapshots
+    /// taken before stay as they were.
+    ///
+    /// A read-only handle sees the file as it was when it opened until it refreshes; a
+    /// writable handle holds the file's lock, so no one else commits, and refreshing it
+    /// does nothing. Refreshing takes no lock and never waits for the writer: it replays
+    /// the complete commits appended since, stops before a commit still being written (the
+    /// next refresh takes it), and reopens the file when another process's compaction
+    /// replaced it.
+    ///
+    /// ```swift
+    /// let reader = try Database(path: "app.strata", options: .init(readOnly: true))
+    /// // ... another process commits ...
+    /// if try reader.refresh().hasChanges { reload() }
+    /// ```
+    ///
+    /// - Throws: `StrataError.corruption` when the new frames are damaged (valid commits
+    ///   follow a bad one), `.io` when the file is gone or unreadable, `.closed` after `close()`.
+    @discardableResult
+    public func refresh() throws -> Refresh {
+        let current = try snapshot()
+        guard isReadOnly else { return Refresh(previousSequence: current.sequence, sequence: current.sequence, changedTrees: []) }
+        try enterGate()
+        defer { gate.leave() }
+        let before = try snapshot()
+        let store = writer.store
+        guard let identity = try fileSystem.identity(of: path) else {
+            throw StrataError.io(operation: "refresh (the file was removed)", path: path, errno: ENOENT)
+        }
+        if try identity == store.file.identity() {
+            let size = try store.file.size()
+            if size == writer.end { return Refresh(previousSequence: before.sequence, sequence: before.sequence, changedTrees: []) }
+            if size > writer.end {
+                var state = RecoveredState(
+                    store: store, trees: before.trees, sequence: writer.sequence, checkpoint: writer.checkpoint,
+                    checkpointSequence: writer.checkpointSequence, slotGeneration: writer.slotGeneration, end: writer.end,
+                    tornBytes: 0, replayedCommits: 0)
+                let touched = try Recovery.catchUp(&state, fileSize: size, owner: nextOwner(), options: options)
+                replaceStore(state)
+                return Refresh(previousSequence: before.sequence, sequence: state.sequence, changedTrees: touched)
+            }
+        }
+        // Replaced by a compaction (or cut short by a writer's failed append): open it anew.
+        let file = try fileSystem.open(path, mode: .readOnly)
+        let state: RecoveredState
+        do {
+            state = try Recovery.open(file, options: options, owner: nextOwner())
+        } catch {
+            file.close()
+            throw error
+        }
+        replaceStore(state)
+        // A compaction keeps the sequence and the contents.
+        let changed: Set<String>? = state.sequence == before.sequence ? [] : nil
+        return Refresh(previousSequence: before.sequence, sequence: state.sequence, changedTrees: changed)
+    }
+
     // MARK: Writing
 
     /// Starts the write transaction, waiting while another one is open.
@@ -250,8 +323,10 @@ public final class Database: Sendable {
         }
     }
 
+    /// Makes `snapshot` the latest state, unless the handle closed meanwhile (a read-only
+    /// handle closes without the gate).
     private func publish(_ snapshot: Snapshot) {
-        published.withLock { $0 = snapshot }
+        published.withLock { if $0 != nil { $0 = snapshot } }
     }
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
@@ -347,8 +422,9 @@ public final class Database: Sendable {
 
     /// A consistent copy of the writer's counters (taken under the gate for writers).
     func writerCounters() -> WriterCounters {
-        // `enter()` fails only inside this thread's own transaction: the counters are stable then.
-        guard !isReadOnly, gate.enter() else { return WriterCounters(writer) }
+        // `enter()` fails only inside this thread's own transaction (or refresh): the
+        // counters are stable then.
+        guard gate.enter() else { return WriterCounters(writer) }
         defer { gate.leave() }
         return WriterCounters(writer)
     }

@@ -74,6 +74,13 @@ enum LogOperation {
     case delete(tree: String, key: UnsafeRawBufferPointer)
     case createTree(String)
     case dropTree(String)
+
+    /// The tree the operation changes.
+    var tree: String {
+        switch self {
+        case .put(let tree, _, _), .delete(let tree, _), .createTree(let tree), .dropTree(let tree): tree
+        }
+    }
 }
 
 struct LogBatchHeader: Equatable {

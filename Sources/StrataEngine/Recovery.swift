@@ -82,33 +82,62 @@ enum Recovery {
             try adopt(try readCheckpoint(at: address, store: store), at: address, into: &state)
         }
         var changes = TreeChanges(trees: state.trees, mutator: TreeMutator(store: store, owner: owner))
+        if let bad = try replayFrames(into: &state, changes: &changes, fileSize: size, sequenceKnown: sequenceKnown) {
+            let salvaged = try handleBadFrame(at: bad.position, reason: bad.reason, fileSize: size, store: store, options: options)
+            state.tornBytes = size - bad.position
+            if salvaged {
+                state.salvagedFrom = bad.position
+                options.logger.error("salvage: dropped a damaged frame and every commit after it",
+                                     metadata: ["path": "\(path)", "offset": "\(bad.position)", "bytes": "\(size - bad.position)", "reason": "\(bad.reason)"])
+            } else {
+                options.logger.warning("dropped the torn tail of an interrupted write",
+                                       metadata: ["path": "\(path)", "offset": "\(bad.position)", "bytes": "\(size - bad.position)"])
+            }
+            if !options.readOnly {
+                try file.truncate(to: bad.position)
+                try file.sync()
+            }
+        }
+        state.trees = changes.trees
+        return state
+    }
+
+    /// Brings a read-only handle's `state` up to the commits appended to its file since:
+    /// replays the frames after `state.end`. A bad frame at the tail is a write still in
+    /// progress (or interrupted): replay stops before it and the next catch-up tries again.
+    /// Damage followed by valid commits is refused as at open.
+    /// Returns the trees that the replayed commits changed.
+    static func catchUp(_ state: inout RecoveredState, fileSize: UInt64, owner: UInt64, options: Database.Options) throws -> Set<String> {
+        var changes = TreeChanges(trees: state.trees, mutator: TreeMutator(store: state.store, owner: owner))
+        changes.touched = []
+        if let bad = try replayFrames(into: &state, changes: &changes, fileSize: fileSize, sequenceKnown: true) {
+            _ = try handleBadFrame(at: bad.position, reason: bad.reason, fileSize: fileSize, store: state.store, options: options)
+        }
+        state.trees = changes.trees
+        return changes.touched ?? []
+    }
+
+    /// Replays every valid frame from `state.end` up to `fileSize` into `changes`, moving
+    /// `state.end` past each. Returns the first frame that is incomplete or fails its
+    /// checksum, if any: the caller decides whether that is a torn tail or damage.
+    private static func replayFrames(into state: inout RecoveredState, changes: inout TreeChanges, fileSize size: UInt64,
+                                     sequenceKnown: Bool) throws -> (position: UInt64, reason: String)? {
+        let store = state.store
+        var sequenceKnown = sequenceKnown
         var position = state.end
+        defer { state.end = position }
         while position < size {
             let frame: (header: FrameHeader, bytes: [UInt8])
             do {
                 frame = try readFrame(at: position, fileSize: size, store: store)
             } catch let StrataError.corruption(_, _, reason) {
-                let salvaged = try handleBadFrame(at: position, reason: reason, fileSize: size, store: store, options: options)
-                state.tornBytes = size - position
-                if salvaged {
-                    state.salvagedFrom = position
-                    options.logger.error("salvage: dropped a damaged frame and every commit after it",
-                                         metadata: ["path": "\(path)", "offset": "\(position)", "bytes": "\(size - position)", "reason": "\(reason)"])
-                } else {
-                    options.logger.warning("dropped the torn tail of an interrupted write",
-                                           metadata: ["path": "\(path)", "offset": "\(position)", "bytes": "\(size - position)"])
-                }
-                if !options.readOnly {
-                    try file.truncate(to: position)
-                    try file.sync()
-                }
-                break
+                return (position, reason)
             }
             let address = FrameAddress(offset: position, length: UInt32(frame.bytes.count))
             let context = store.context(position, "\(frame.header.type) frame")
             switch frame.header.type {
             case .log:
-                let payload = try Frame.payload(of: frame.bytes, header: frame.header, offset: position, salt: header.salt, context: context)
+                let payload = try Frame.payload(of: frame.bytes, header: frame.header, offset: position, salt: store.salt, context: context)
                 let batch = try replay(payload, into: &changes, context: context)
                 guard batch.sequence == state.sequence + 1 || !sequenceKnown && state.sequence == 0 else {
                     throw context.error("commit sequence \(batch.sequence) does not follow \(state.sequence)")
@@ -117,7 +146,7 @@ enum Recovery {
                 sequenceKnown = true
                 state.replayedCommits += 1
             case .checkpoint:
-                let payload = try Frame.payload(of: frame.bytes, header: frame.header, offset: position, salt: header.salt, context: context)
+                let payload = try Frame.payload(of: frame.bytes, header: frame.header, offset: position, salt: store.salt, context: context)
                 let record = try CheckpointRecord.decode(payload, at: position, context: context)
                 guard record.sequence == state.sequence || !sequenceKnown else {
                     throw context.error("checkpoint of sequence \(record.sequence) found after commit \(state.sequence)")
@@ -130,9 +159,7 @@ enum Recovery {
             }
             position = address.end
         }
-        state.trees = changes.trees
-        state.end = position
-        return state
+        return nil
     }
 
     /// Applies one commit. A checksum-valid frame whose operations do not apply to the

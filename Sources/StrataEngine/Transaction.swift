@@ -109,6 +109,9 @@ public final class Snapshot: TreeReading, Sendable {
 struct TreeChanges {
     var trees: [String: TreeState]
     var mutator: TreeMutator
+    /// The trees the applied operations named, when the caller asked (non-nil): what a
+    /// refreshing reader tells its observers.
+    var touched: Set<String>? = nil
 
     mutating func put(tree: String, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
         guard var state = trees[tree] else { throw StrataError.treeNotFound(tree) }
@@ -138,6 +141,7 @@ struct TreeChanges {
     }
 
     mutating func apply(_ operation: LogOperation) throws {
+        if touched != nil { touched!.insert(operation.tree) }
         switch operation {
         case .put(let tree, let key, let value): try put(tree: tree, key: key, value: value)
         case .delete(let tree, let key): _ = try delete(tree: tree, key: key)

@@ -12,6 +12,26 @@ struct ProcessCrashTests {
         return executable.deletingLastPathComponent().appendingPathComponent("StrataCrashChild").path
     }
 
+    /// Starts a `follow` child on `path`: it refreshes until its input is closed, then prints
+    /// what it saw (`finish`).
+    static func startFollower(_ path: String) throws -> (process: Process, input: Pipe, output: Pipe) {
+        let follower = Process()
+        follower.executableURL = URL(fileURLWithPath: childPath)
+        follower.arguments = ["follow", path]
+        let input = Pipe(), output = Pipe()
+        (follower.standardInput, follower.standardOutput) = (input, output)
+        try follower.run()
+        return (follower, input, output)
+    }
+
+    /// Tells a follower to stop, and returns its last line and exit status.
+    static func finish(_ follower: (process: Process, input: Pipe, output: Pipe)) throws -> (output: String, status: Int32) {
+        try follower.input.fileHandleForWriting.close()
+        let output = String(decoding: follower.output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        follower.process.waitUntilExit()
+        return (output.trimmingCharacters(in: .whitespacesAndNewlines), follower.process.terminationStatus)
+    }
+
     /// Runs the child to completion and returns its stdout.
     static func run(_ arguments: [String]) throws -> (output: String, status: Int32) {
         let process = Process()
@@ -57,6 +77,43 @@ struct ProcessCrashTests {
         }
         reportFigure("kill -9: \(TestScale.crashCycles) cycles, \(acknowledgedTotal) acknowledged commits, every one present after reopen")
         #expect(acknowledgedTotal > TestScale.crashCycles, "the children should commit between kills")
+    }
+
+    @Test("a reader in another process that refreshes while a process commits sees only whole commits, through checkpoints")
+    func readerFollowingACommittingProcess() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        try Database(path: path).write { tx in try tx.createTree("numbers") }
+        let follower = try Self.startFollower(path)
+        let committer = Process()
+        committer.executableURL = URL(fileURLWithPath: Self.childPath)
+        committer.arguments = ["commit", path]
+        let committerOutput = Pipe()
+        committer.standardOutput = committerOutput
+        try committer.run()
+        // Let the committer acknowledge enough commits to checkpoint several times (it
+        // checkpoints every 48 KiB of log), then kill it mid-commit.
+        let target = TestScale.value("STRATA_FOLLOW_COMMITS", ci: 1500, stress: 20000)
+        var acknowledged = 0, pending = ""
+        while acknowledged < target {
+            let data = committerOutput.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            pending += String(decoding: data, as: UTF8.self)
+            let lines = pending.split(separator: "\n", omittingEmptySubsequences: false)
+            pending = String(lines.last ?? "")
+            if let last = lines.dropLast().last(where: { $0.hasPrefix("ok ") }), let n = Int(last.dropFirst(3)) { acknowledged = n }
+        }
+        kill(committer.processIdentifier, SIGKILL)
+        committer.waitUntilExit()
+        let (followed, status) = try Self.finish(follower)
+        #expect(acknowledged >= target, "the committer should acknowledge \(target) commits")
+        #expect(status == 0, "the following reader saw a wrong state: \(followed)")
+        let states = Int(followed.split(separator: " ").dropFirst().first ?? "") ?? 0
+        #expect(states > 1, "the reader should see the file move: \(followed)")
+        let numbers = Int(followed.components(separatedBy: "numbers ").last?.prefix { $0.isNumber } ?? "") ?? 0
+        #expect(numbers >= acknowledged, "the last refresh shows every acknowledged commit: \(followed)")
+        reportFigure("following reader: \(acknowledged) commits by another process, \(followed), each state checked whole")
     }
 
     @Test("a second process cannot open the file for writing while one holds it")
@@ -111,6 +168,8 @@ struct CompactionRaceTests {
             try process.run()
             return (process, pipe)
         }
+        // A reader in a fourth process refreshes throughout, checking each state it sees.
+        let follower = try ProcessCrashTests.startFollower(path)
         let compactor = try start(["compactor", path, seconds])
         let writers = try (1 ... 3).map { try start(["writer", path, seconds, String($0)]) }
         var acknowledged: [(Int, Int)] = []
@@ -136,5 +195,10 @@ struct CompactionRaceTests {
         #expect(lost.isEmpty, "\(lost.count) of \(acknowledged.count) acknowledged commits are missing: \(lost.prefix(10))")
         reportFigure("compaction race: 3 writer processes and 1 compacting process for \(seconds) s; \(compactorOutput.trimmingCharacters(in: .whitespacesAndNewlines)), \(acknowledged.count) acknowledged commits, \(lost.count) lost")
         #expect(try db.snapshot().count(in: "writers") == 2000 + acknowledged.count)
+
+        let (followed, status) = try ProcessCrashTests.finish(follower)
+        #expect(status == 0, "the following reader saw a wrong state: \(followed)")
+        #expect(followed.contains("writers \(2000 + acknowledged.count) entries"), "the following reader ends at the last commit: \(followed)")
+        reportFigure("compaction race, reader: \(followed) across the compactions")
     }
 }

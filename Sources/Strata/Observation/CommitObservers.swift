@@ -6,6 +6,10 @@ public enum CommitEvent: Sendable, Equatable {
     case committed(collections: Set<String>)
     /// The storage closed: no more commits will come.
     case closed
+    /// The storage can no longer follow commits made through other handles or processes
+    /// (their frames could not be read; the reason says why). Observations end with
+    /// `StorageError.observationFailed`.
+    case failed(reason: String)
 }
 
 /// A registered commit observer; cancelling (or releasing) it unregisters the observer.
@@ -56,6 +60,11 @@ public final class CommitObservers: Sendable {
     public func committed(_ collections: Set<String>) {
         guard !collections.isEmpty else { return }
         for observer in registry.withLock({ Array($0.observers.values) }) { observer(.committed(collections: collections)) }
+    }
+
+    /// Tells every observer that following commits failed.
+    public func failed(_ reason: String) {
+        for observer in registry.withLock({ Array($0.observers.values) }) { observer(.failed(reason: reason)) }
     }
 
     /// Tells every observer the storage closed, and forgets them.

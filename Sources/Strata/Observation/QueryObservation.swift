@@ -54,6 +54,7 @@ extension Storage {
             switch event {
             case .committed(let changed): if collections.map({ !changed.isDisjoint(with: $0) }) ?? true { observation.refresh() }
             case .closed: continuation.finish()
+            case .failed(let reason): continuation.finish(throwing: StorageError.observationFailed(reason))
             }
         }
         continuation.onTermination = { _ in

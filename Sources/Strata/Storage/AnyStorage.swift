@@ -11,5 +11,6 @@ public struct AnyStorage: Storage {
     public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R { try base.read(body) }
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R { try base.write(body) }
     public func close() throws { try base.close() }
+    public func refresh() throws { try base.refresh() }
     public func observeCommits(_ observer: @escaping @Sendable (CommitEvent) -> Void) -> CommitObservation { base.observeCommits(observer) }
 }

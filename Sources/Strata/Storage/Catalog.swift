@@ -45,6 +45,8 @@ package struct CatalogEntry: Codable, Sendable, Equatable {
 
     package static let tree = "strata.catalog"
     package static func recordsTree(_ collection: String) -> String { "c:" + collection }
+    /// The collection whose records `tree` holds, or nil for index and catalog trees.
+    package static func collection(ofRecordsTree tree: String) -> String? { tree.hasPrefix("c:") ? String(tree.dropFirst(2)) : nil }
     package static func indexTree(_ collection: String, _ index: String) -> String { "i:" + collection + ":" + index }
 
     package var recordsTree: String { Self.recordsTree(collection) }

@@ -65,10 +65,19 @@ public protocol Storage: Sendable {
     /// changed, and once with `.closed` when the storage closes. What `observe` is built on;
     /// a backend keeps a `CommitObservers`.
     func observeCommits(_ observer: @escaping @Sendable (CommitEvent) -> Void) -> CommitObservation
+    /// Makes commits that other handles or processes made since this storage last looked
+    /// visible to its next reads, and tells its observers about them. Backends whose
+    /// every read starts at the newest commit (SQLite, PostgreSQL, a writable Strata file)
+    /// have nothing to do; a read-only Strata file handle catches up with the file.
+    /// Observing a storage keeps it fresh without calling this.
+    ///
+    /// - Throws: what reading the new commits ran into (damage, I/O errors).
+    func refresh() throws
 }
 
 extension Storage {
     public func close() throws {}
+    public func refresh() throws {}
 }
 
 /// Errors of the typed layer that every backend reports alike.
@@ -87,6 +96,10 @@ public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
     /// writes are refused rather than run in the enclosing transaction, because the outer
     /// one could still roll back what the inner one reported as written.
     case nestedTransaction
+    /// A live query could not follow the storage's commits any more (for a read-only file
+    /// handle: another process's commits could not be read). Reads still return the last
+    /// state read; reopen the storage to start again.
+    case observationFailed(String)
 
     public var description: String {
         switch self {
@@ -98,6 +111,8 @@ public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
             "collection '\(c)' has no index '\(i)'" + (existing.isEmpty ? "; it has none" : "; it has \(existing.joined(separator: ", "))")
         case .nestedTransaction:
             "a write transaction of this storage is already open on this thread; use the writer it gave you instead of calling write again (a nested write would wait for itself forever)"
+        case .observationFailed(let reason):
+            "the storage stopped following commits: \(reason); reopen it to read newer commits"
         case .collectionNotFound(let name, let existing):
             "no such collection '\(name)'" + (existing.isEmpty ? "; the file has none" : "; the file has \(existing.joined(separator: ", "))")
         }

@@ -13,9 +13,12 @@ import Synchronization
 /// ```
 public final class StrataStorage: Storage {
     public let database: Database
-    /// The newest catalog entry of each collection seen. Field tables only grow, so a
-    /// newer table decodes records of any older snapshot.
-    private let catalog = Mutex<[String: CollectionState]>([:])
+    /// The newest catalog entry of each collection seen, with the commit sequence of the
+    /// snapshot it was read in. Field tables only grow, so a newer table decodes records of
+    /// any older snapshot. A writable handle makes every catalog change itself and keeps
+    /// this current as it commits; a read-only handle's catalog changes when it refreshes,
+    /// so it uses an entry only in the snapshot it was read in.
+    private let catalog = Mutex<[String: (state: CollectionState, sequence: UInt64)]>([:])
     /// The last catalog entry decoded for writing, by collection, with its stored bytes.
     private let decodedEntries = Mutex<[String: (bytes: [UInt8], state: CollectionState)]>([:])
 
@@ -28,21 +31,33 @@ public final class StrataStorage: Storage {
     }
 
     public func close() throws {
+        follower.stop()
         try database.close()
         observers.close()
     }
 
     /// Observers of this storage's commits (`observeCommits`, `observe`).
     let observers = CommitObservers()
+    /// Follows other handles' commits while a read-only storage has observers.
+    let follower = FileFollower()
 
-    public func observeCommits(_ observer: @escaping @Sendable (CommitEvent) -> Void) -> CommitObservation { observers.add(observer) }
+    public func observeCommits(_ observer: @escaping @Sendable (CommitEvent) -> Void) -> CommitObservation {
+        let observation = observers.add(observer)
+        guard database.options.readOnly else { return observation }
+        follower.retain(self)
+        return CommitObservation { [follower] in
+            observation.cancel()
+            follower.release()
+        }
+    }
 
     /// How many commit observers are registered: each live `observe` sequence holds one until
     /// it ends.
     public var activeObservers: Int { observers.count }
 
     public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R {
-        try body(StrataReader(storage: self, engine: try database.snapshot()))
+        let snapshot = try database.snapshot()
+        return try body(StrataReader(storage: self, engine: snapshot, catalogSequence: database.options.readOnly ? snapshot.sequence : nil))
     }
 
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
@@ -71,14 +86,17 @@ public final class StrataStorage: Storage {
     /// The collection for reading through `reader`, or nil when it does not exist there.
     /// Served from the cache: its field table decodes every record, and the indexes it
     /// lists are used only when `reader` has their trees.
-    func collection(_ name: String, in reader: some TreeReading) throws -> CollectionState? {
+    /// `sequence` is the reader's snapshot's on a read-only handle (an entry cached from
+    /// another snapshot is read again), nil on a writable one (the cache is current).
+    func collection(_ name: String, in reader: some TreeReading, sequence: UInt64?) throws -> CollectionState? {
         guard reader.hasTree(CatalogEntry.recordsTree(name)) else { return nil }
-        if let cached = catalog.withLock({ $0[name] }) { return cached }
+        func serves(_ cached: (state: CollectionState, sequence: UInt64)) -> Bool { sequence.map { cached.sequence == $0 } ?? true }
+        if let cached = catalog.withLock({ $0[name] }), serves(cached) { return cached.state }
         guard let entry = try CatalogEntry.load(name, from: reader) else { return nil }
         let loaded = CollectionState(entry)
         return catalog.withLock { cache in
-            if let known = cache[name] { return known }
-            cache[name] = loaded
+            if let known = cache[name], serves(known) { return known.state }
+            if sequence ?? 0 >= cache[name]?.sequence ?? 0 { cache[name] = (loaded, sequence ?? 0) }
             return loaded
         }
     }
@@ -97,7 +115,7 @@ public final class StrataStorage: Storage {
             state = CollectionState(try CatalogEntry.decode(bytes, collection: name))
             decodedEntries.withLock { $0[name] = (bytes, state) }
         }
-        if let known = catalog.withLock({ $0[name] }), known.fields.names.count > state.fields.names.count {
+        if let known = catalog.withLock({ $0[name]?.state }), known.fields.names.count > state.fields.names.count {
             state.fields = known.fields
         }
         return state
@@ -113,12 +131,12 @@ public final class StrataStorage: Storage {
     /// Makes a committed `state` the newest known, keeping the larger field table.
     func publish(_ state: CollectionState) {
         catalog.withLock { cache in
-            if let known = cache[state.entry.collection], known.fields.names.count > state.fields.names.count {
+            if let known = cache[state.entry.collection]?.state, known.fields.names.count > state.fields.names.count {
                 var merged = state
                 merged.fields = known.fields
-                cache[state.entry.collection] = merged
+                cache[state.entry.collection] = (merged, 0)
             } else {
-                cache[state.entry.collection] = state
+                cache[state.entry.collection] = (state, 0)
             }
         }
     }
@@ -126,8 +144,8 @@ public final class StrataStorage: Storage {
     /// Makes the larger field table of `state` known, without its other catalog changes.
     func publishFields(_ state: CollectionState) {
         catalog.withLock { cache in
-            guard var known = cache[state.entry.collection], known.fields.names.count < state.fields.names.count else { return }
-            known.fields = state.fields
+            guard var known = cache[state.entry.collection], known.state.fields.names.count < state.fields.names.count else { return }
+            known.state.fields = state.fields
             cache[state.entry.collection] = known
         }
     }
@@ -350,9 +368,12 @@ extension CollectionReading {
 struct StrataReader: CollectionReading {
     let storage: StrataStorage
     let engine: any TreeReading
+    /// The snapshot's commit sequence on a read-only handle, whose catalog can change
+    /// under it when it refreshes; nil on a writable one.
+    let catalogSequence: UInt64?
 
     func access<M: Model>(_ type: M.Type) throws -> CollectionAccess<M>? {
-        guard let state = try storage.collection(M.collectionName, in: engine) else { return nil }
+        guard let state = try storage.collection(M.collectionName, in: engine, sequence: catalogSequence) else { return nil }
         return CollectionAccess(engine: engine, state: state)
     }
 
