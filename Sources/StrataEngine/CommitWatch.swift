@@ -38,16 +38,16 @@ public final class CommitWatch: Sendable {
         let wakeRead = piped ? pipeEnds[0] : -1
         let stopped = self.stopped
         let directory = (database.path as NSString).deletingLastPathComponent
+        // Watching starts before this returns, so no change after it goes unnoticed; the
+        // thread refreshes once at once for the commits made before.
+        let monitor = DirectoryMonitor(directory: directory.isEmpty ? "." : directory)
+        let milliseconds = Int32(clamping: interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
         let thread = Thread {
-            let monitor = DirectoryMonitor(directory: directory.isEmpty ? "." : directory)
             defer {
                 monitor.close()
                 if wakeRead >= 0 { _ = closeDescriptor(wakeRead) }
             }
-            let milliseconds = Int32(clamping: interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
             while !stopped.raised.load(ordering: .acquiring) {
-                monitor.wait(milliseconds: max(1, milliseconds), wake: wakeRead)
-                if stopped.raised.load(ordering: .acquiring) { return }
                 do {
                     let refresh = try database.refresh()
                     if refresh.hasChanges { onRefresh(.success(refresh)) }
@@ -57,6 +57,7 @@ public final class CommitWatch: Sendable {
                     onRefresh(.failure(error))
                     return
                 }
+                monitor.wait(milliseconds: max(1, milliseconds), wake: wakeRead)
             }
         }
         thread.name = "strata.commit-watch"
@@ -96,7 +97,7 @@ extension Database {
 
 /// Sleeps until something in a directory changes, a wake descriptor is readable, or a
 /// timeout passes: inotify on Linux, a plain timed wait elsewhere.
-private struct DirectoryMonitor {
+private struct DirectoryMonitor: Sendable {
     private var descriptor: Int32 = -1
 
     init(directory: String) {

@@ -12,20 +12,34 @@
 public struct Repository<Item: Identifiable & Codable & Sendable>: Sendable where Item.ID == String {
     public let sources: [any DataSource<Item>]
     public let strategy: any RepositoryStrategy
+    /// What empties the caches (every source but the last) when the source of truth
+    /// changes behind them; nil: nothing does.
+    public let invalidation: CacheInvalidation?
 
-    public init(sources: [any DataSource<Item>], strategy: any RepositoryStrategy = .firstMatch) {
+    public init(sources: [any DataSource<Item>], strategy: any RepositoryStrategy = .firstMatch, invalidation: CacheInvalidation? = nil) {
         precondition(!sources.isEmpty, "a repository needs at least one data source")
-        (self.sources, self.strategy) = (sources, strategy)
+        (self.sources, self.strategy, self.invalidation) = (sources, strategy, invalidation)
     }
 
     public func getAll() async throws -> [Item] {
-        try await strategy.read(sources, ReadOperation(perform: { try await $0.getAll() }, fill: { source, items in
+        try await read(ReadOperation(perform: { try await $0.getAll() }, fill: { source, items in
             for item in items { try await source.upsert(item) }
         }))
     }
 
     public func getById(_ id: String) async throws -> Item {
-        try await strategy.read(sources, ReadOperation(perform: { try await $0.getById(id) }, fill: { try await $0.upsert($1) }))
+        try await read(ReadOperation(perform: { try await $0.getById(id) }, fill: { try await $0.upsert($1) }))
+    }
+
+    /// Runs a read through the strategy, on caches emptied of what a commit made stale;
+    /// a fill that overlapped a commit is undone.
+    private func read<Value>(_ operation: ReadOperation<Item, Value>) async throws -> Value {
+        guard let invalidation else { return try await strategy.read(sources, operation) }
+        let fresh = await invalidation.refresh(sources.dropLast())
+        return try await strategy.read(sources, ReadOperation(perform: operation.perform, fill: { source, value in
+            try await operation.fill(source, value)
+            if invalidation.current != fresh { try await source.clean() }
+        }))
     }
 
     public func insert(_ item: Item) async throws {

@@ -15,6 +15,9 @@ struct RepositoryItem: Model {
 /// backend — as records of the `repository.items` collection keyed by (table, id). Ids are
 /// compared as they are (not normalized). Batches are one transaction: all or nothing.
 public final class StorageBackend: RepositoryBackend {
+    /// The collection every table's items are stored in.
+    public static let collectionName = RepositoryItem.collectionName
+
     public let storage: any Storage
     public let table: String
 

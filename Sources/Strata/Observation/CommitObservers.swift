@@ -26,7 +26,8 @@ public final class CommitObservation: Sendable {
 
 /// The observers of one storage: what a backend keeps to implement
 /// `Storage.observeCommits`. Observers are called outside the lock, after the commit is
-/// visible, on the committing thread: they must only schedule work.
+/// visible, on the committing thread, in the order they were registered: they must only
+/// schedule work.
 public final class CommitObservers: Sendable {
     private struct Registry {
         var next: UInt64 = 0
@@ -56,15 +57,20 @@ public final class CommitObservers: Sendable {
         return CommitObservation { [weak self] in _ = self?.registry.withLock { $0.observers.removeValue(forKey: id) } }
     }
 
+    /// The observers, in the order they were registered.
+    private var inOrder: [@Sendable (CommitEvent) -> Void] {
+        registry.withLock { $0.observers.sorted { $0.key < $1.key }.map(\.value) }
+    }
+
     /// Tells every observer that these collections changed.
     public func committed(_ collections: Set<String>) {
         guard !collections.isEmpty else { return }
-        for observer in registry.withLock({ Array($0.observers.values) }) { observer(.committed(collections: collections)) }
+        for observer in inOrder { observer(.committed(collections: collections)) }
     }
 
     /// Tells every observer that following commits failed.
     public func failed(_ reason: String) {
-        for observer in registry.withLock({ Array($0.observers.values) }) { observer(.failed(reason: reason)) }
+        for observer in inOrder { observer(.failed(reason: reason)) }
     }
 
     /// Tells every observer the storage closed, and forgets them.
