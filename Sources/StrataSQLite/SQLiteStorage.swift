@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Strata
 import StrataSQL
+import Synchronization
 
 /// `Storage` on a SQLite database through GRDB: the same models, queries, catalog rules and
 /// errors as a Strata file, in tables any SQLite tool reads (see `SQLStorage` for the layout).
@@ -35,6 +36,7 @@ public final class SQLiteStorage: SQLStorage, @unchecked Sendable {
     /// A storage on a database GRDB has opened.
     public init(writer: any DatabaseWriter) throws {
         self.writer = writer
+        try writer.write { try SQLiteCommitLog.create(in: $0) }
         try super.init(database: GRDBDatabase(writer: writer))
     }
 }
@@ -42,6 +44,29 @@ public final class SQLiteStorage: SQLStorage, @unchecked Sendable {
 /// GRDB as `SQLDatabase`.
 struct GRDBDatabase: SQLDatabase {
     let writer: any DatabaseWriter
+    /// Polls for other storages' commits while this storage has observers.
+    private let poller = PollerSlot()
+
+    private final class PollerSlot: Sendable {
+        let value = Mutex<SQLiteCommitPoller?>(nil)
+    }
+
+    init(writer: any DatabaseWriter) { self.writer = writer }
+
+    /// How often an observed storage looks for other storages' commits on its file.
+    static let pollInterval = Duration.milliseconds(20)
+
+    func announce(_ collections: Set<String>, from storage: String, in connection: any SQLConnection) throws {
+        guard let connection = connection as? GRDBConnection else { return }
+        try SQLiteCommitLog.append(collections, from: storage, in: connection.db)
+    }
+
+    /// Polls the file for other connections' commits; an in-memory database has no others.
+    func listen(_ handler: @escaping @Sendable (_ storage: String, _ collections: Set<String>) -> Void) throws {
+        guard let pool = writer as? DatabasePool else { return }
+        let started = try SQLiteCommitPoller(path: pool.path, interval: Self.pollInterval, handler: handler)
+        poller.value.withLock { $0 = started }
+    }
 
     var dialect: SQLDialect {
         SQLDialect(name: "SQLite", bytesType: "BLOB", maxIdentifierBytes: nil, placeholder: { _ in "?" }) { type in
@@ -65,6 +90,7 @@ struct GRDBDatabase: SQLDatabase {
     }
 
     func close() throws {
+        poller.value.withLock { $0.take() }?.stop()
         if let pool = writer as? DatabasePool { try pool.close() } else if let queue = writer as? DatabaseQueue { try queue.close() }
     }
 }

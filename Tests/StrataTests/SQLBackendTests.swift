@@ -102,7 +102,7 @@ struct SQLBackendTests {
         try? storage.close()
     }
 
-    @Test("an observer on one PostgresStorage sees another's commits (LISTEN/NOTIFY), as another process's would be", .timeLimit(.minutes(1)), arguments: sqlBackends.filter { $0 == .postgres })
+    @Test("an observer on one SQL storage sees another's commits on the same database, as another process's would be (PostgreSQL: LISTEN/NOTIFY; SQLite: the commit log, polled)", .timeLimit(.minutes(1)), arguments: sqlBackends)
     func observesOtherStoragesCommits(_ backend: StorageBackend) async throws {
         let place = UUID().uuidString
         let writer = try backend.make(place: place), watcher = try backend.make(place: place)
@@ -111,6 +111,10 @@ struct SQLBackendTests {
         #expect(try await results.next()?.map(\.id) == [2])
         try writer.persist(Song(id: 4, title: "Gold", plays: 40, rating: 1, favourite: false, released: .now, tags: []))
         #expect(try await results.next()?.map(\.id) == [2, 4], "the other storage's commit arrives as a notification")
+        try watcher.persist(Song(id: 5, title: "Jade", plays: 50, rating: 1, favourite: false, released: .now, tags: []))
+        #expect(try await results.next()?.map(\.id) == [2, 4, 5], "its own commit, told once")
+        try writer.persist(Song(id: 6, title: "Rose", plays: 60, rating: 1, favourite: false, released: .now, tags: []))
+        #expect(try await results.next()?.map(\.id) == [2, 4, 5, 6])
         try writer.close()
         try watcher.close()
     }
