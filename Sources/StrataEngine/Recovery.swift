@@ -77,7 +77,7 @@ enum Recovery {
         var state = RecoveredState(
             store: store, trees: [:], sequence: slot?.sequence ?? 0, checkpoint: nil, checkpointSequence: slot?.sequence ?? 0,
             slotGeneration: newest.generation, end: FileHeader.dataStart, tornBytes: 0, replayedCommits: 0)
-        var sequenceKnown = slot != nil
+        let sequenceKnown = slot != nil
         if let address = slot?.checkpoint {
             try adopt(try readCheckpoint(at: address, store: store), at: address, into: &state)
         }

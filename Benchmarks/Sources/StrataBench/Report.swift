@@ -9,7 +9,7 @@ struct Measurement: Codable {
     var unit: String
 
     /// For times and sizes a smaller figure is better.
-    var lowerIsBetter: Bool { unit == "ms" || unit == "bytes" }
+    var lowerIsBetter: Bool { unit == "ms" || unit == "µs" || unit == "bytes" }
 }
 
 struct Machine: Codable {

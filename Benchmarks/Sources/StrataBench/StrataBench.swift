@@ -15,14 +15,16 @@ struct StrataBench: ParsableCommand {
             the data set (counts and a digest of every field read); a mismatch stops the run.
             Ops: W1 insert.batch, insert.single-tx, get, get.fetchOne (GRDB), scan.filter, scan.index, \
             update, commit.durable, reopen, size, size.compacted; W2 insert.batch, get, scan.filter, \
-            size, size.compacted; W3 persist, read all, read pinned by id.
+            size, size.compacted; W3 persist, read all, read pinned by id; live: latency in-process and \
+            cross-process (median, p99: from the start of a commit to the observer's first result showing it), commits with \
+            0, 1 and 100 observers.
             """)
 
     @Option(help: "W1's record count N (W2 uses N/10 documents, W3 N/100 dialogs of 50 messages, at most 10,000).")
     var records = 1_000_000
 
-    @Option(help: "Comma-separated workloads: W1, W2, W3.")
-    var workloads = "W1,W2,W3"
+    @Option(help: "Comma-separated workloads: W1, W2, W3, live.")
+    var workloads = "W1,W2,W3,live"
 
     @Option(help: "Comma-separated engines: \(EngineKind.allCases.map(\.rawValue).joined(separator: ",")).")
     var engines = EngineKind.allCases.map(\.rawValue).joined(separator: ",")
@@ -48,17 +50,25 @@ struct StrataBench: ParsableCommand {
     @Flag(help: "No progress on stderr.")
     var quiet = false
 
+    @Option(help: .hidden)
+    var follow: String?
+
+    @Option(help: .hidden)
+    var followTicks: Int64 = 0
+
     func validate() throws {
         guard records >= 100 else { throw ValidationError("--records must be at least 100") }
         for name in list(engines) where EngineKind(rawValue: name) == nil {
             throw ValidationError("unknown engine '\(name)'; known: \(EngineKind.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        for workload in list(workloads) where !["W1", "W2", "W3"].contains(workload) {
-            throw ValidationError("unknown workload '\(workload)'; known: W1, W2, W3")
+        for workload in list(workloads) where !["W1", "W2", "W3", "live"].contains(workload) {
+            throw ValidationError("unknown workload '\(workload)'; known: W1, W2, W3, live")
         }
     }
 
     func run() throws {
+        // The observing process of the live ops' cross-process latency.
+        if let follow { return try Live.follow(follow, ticks: followTicks, postgresURL: postgres) }
         let directory = dir ?? NSTemporaryDirectory() + "strata-bench-\(ProcessInfo.processInfo.processIdentifier)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let progress = Progress(enabled: !quiet)
@@ -75,6 +85,7 @@ struct StrataBench: ParsableCommand {
         if selected.contains("W1") { try runner.runW1() }
         if selected.contains("W2") { try runner.runW2() }
         if selected.contains("W3") { try runner.runW3() }
+        if selected.contains("live") { try runner.runLive() }
 
         print(runner.report.table())
         if let json { try runner.report.writeJSON(to: json) }
