@@ -163,6 +163,7 @@ do {
 
     let storage = StrataStorage(database: db)
     try await appTour(storage: storage)
+    try await followingTour(writer: storage, path: path)
 
     section("Moving data: every collection copied to another storage, verified")
     let copy = try MemoryStorage()
@@ -208,6 +209,22 @@ func liveQueryTour(storage: some Storage) async throws {
     print("after a commit adding Louise: \(try await bostonians.next()?.map(\.name) ?? [])")
     try await storage.write { try $0.erase(Member.self, primaryKey: Int64(8)) }
     print("after a commit erasing her: \(try await bostonians.next()?.map(\.name) ?? [])")
+}
+
+/// A second, read-only handle on the file — as a widget, an extension or another process
+/// would open it — follows the writer's commits: by refresh(), and by itself while observed.
+func followingTour(writer: StrataStorage, path: String) async throws {
+    section("Following the file: a read-only handle sees other handles' and processes' commits")
+    let dashboard = try StrataStorage(path: path, options: .init(readOnly: true))
+    try writer.persist(Member(id: 9, name: "Frances", email: "frances@example.com", age: 44, city: "Boston"))
+    print("read-only handle before refresh: \(try dashboard.count(Member.filter(\.city == "Boston"))) in Boston (its view when it opened)")
+    try dashboard.refresh()
+    print("after refresh(): \(try dashboard.count(Member.filter(\.city == "Boston")))")
+    var live = dashboard.observeCount(Member.filter(\.city == "Boston")).makeAsyncIterator()
+    print("observed on the read-only handle: \(try await live.next() ?? -1)")
+    try writer.erase(Member.self, primaryKey: Int64(9))
+    print("after the writer erased Frances, the file watch delivered: \(try await live.next() ?? -1)")
+    try dashboard.close()
 }
 
 /// Typed storage and the DAO, called synchronously.

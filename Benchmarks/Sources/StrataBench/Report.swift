@@ -72,7 +72,7 @@ struct Report: Codable {
             out += markdownTable(figures)
             let pairs = Self.comparisons.filter { engines.contains($0.strata) && engines.contains($0.peer) }
             guard !pairs.isEmpty else { continue }
-            out += "\nRatios, Strata / peer (above 1 is Strata ahead; for ms and bytes below 1 is):\n\n"
+            out += "\nRatios, Strata / peer (above 1 is Strata ahead; for ms, µs and bytes below 1 is):\n\n"
             var ratios = [["op"] + pairs.map { "\($0.strata) / \($0.peer)" }]
             for op in ops {
                 let cells = pairs.map { pair -> String in
