@@ -1,12 +1,38 @@
 import Foundation
 import StrataEngine
 
-/// A tree the planner can read: the primary key or one index, keyed by its first field.
-/// Fields are identified by key paths in typed queries and by names in `storedump`.
+/// A tree the planner can read: the primary key or one index, with the fields its keys
+/// hold, in order. Fields are identified by key paths in typed queries and by names in
+/// `storedump`.
 struct AccessCandidate<Field: Hashable> {
     enum Kind { case primaryKey, index(name: String, unique: Bool) }
     let kind: Kind
-    let firstField: Field
+    let fields: [Field]
+
+    init(kind: Kind, fields: [Field]) {
+        precondition(!fields.isEmpty, "a tree's keys hold at least one field")
+        (self.kind, self.fields) = (kind, fields)
+    }
+
+    var isPrimaryKey: Bool { if case .primaryKey = kind { true } else { false } }
+    var isUnique: Bool {
+        switch kind {
+        case .primaryKey: true
+        case .index(_, let unique): unique
+        }
+    }
+    var source: ChosenAccess.Source {
+        switch kind {
+        case .primaryKey: .primaryKey
+        case .index(let name, _): .index(name)
+        }
+    }
+    var name: String {
+        switch kind {
+        case .primaryKey: "primary key"
+        case .index(let name, _): name
+        }
+    }
 }
 
 /// What the planner needs to know about a query.
@@ -25,9 +51,21 @@ package struct PlanRequest<Field: Hashable> {
     var needed: Int? { limit.map { offset + $0 } }
 }
 
+/// What the planner may measure: the collection's size, and how many entries a tree holds
+/// in given ranges (counted on the keys alone, up to a limit: exact for small ranges, "at
+/// least this many" for large ones).
+package struct PlannerStatistics {
+    package var records: Int
+    package var countEntries: (_ source: ChosenAccess.Source, _ ranges: [KeyRange], _ limit: Int) throws -> Int
+
+    package init(records: Int, countEntries: @escaping (_ source: ChosenAccess.Source, _ ranges: [KeyRange], _ limit: Int) throws -> Int) {
+        (self.records, self.countEntries) = (records, countEntries)
+    }
+}
+
 /// What to read for a query.
-struct ChosenAccess {
-    enum Source { case primaryKey, index(String) }
+package struct ChosenAccess {
+    package enum Source { case primaryKey, index(String) }
     var source: Source?
     /// Ranges (one per point, or one range) over the tree's keys.
     var ranges: [KeyRange]
@@ -35,73 +73,212 @@ struct ChosenAccess {
     var plan: QueryPlan
 }
 
-/// Chooses how to run a query: point lookups beat ranges, the primary key beats an index,
-/// and with no usable condition a sort on an indexed field with a limit walks that index.
+/// Chooses how to run a query.
+///
+/// Each tree — the primary key and every index — is matched against the conditions field by
+/// field: equality (or IN) on its leading fields and a range on the next become key ranges
+/// (an IN makes one range per value). A tree also serves the sort when, after the fields the
+/// conditions fix, its fields are the sort's (all in one direction; an index must cover them
+/// all, so that ties come in primary-key order): then nothing is sorted and a limit stops the
+/// read. Each way is costed by the rows it reads — counted on the tree's keys, up to the point
+/// where the full scan is cheaper — with a fetch through an index at four times a scanned
+/// record; a read in order with a limit reads only the rows it needs. The cheapest wins;
+/// `explain()` shows it, its estimate and the others considered. Collections of fewer than
+/// `smallCollection` records keep the structural choice (points, then ranges, the primary key
+/// before an index, any condition before a full scan): every plan is cheap there, and plans
+/// stay predictable.
 package enum Planner {
-    static func choose<Field>(_ query: PlanRequest<Field>, candidates: [AccessCandidate<Field>]) -> ChosenAccess {
-        let collection = query.collection
-        let (conditions, hasOpaque) = (query.conditions, query.hasOpaque)
-        var best: (score: Int, access: ChosenAccess, consumed: Int)?
-        for candidate in candidates {
-            let onField = conditions.enumerated().filter { $0.element.0 == candidate.firstField }
-            guard !onField.isEmpty else { continue }
-            guard let bounds = intersect(onField.map(\.element.1)) else {
+    /// Below this many records the choice is structural, not costed.
+    static let smallCollection = 256
+    /// At most this many key ranges from IN lists on several fields.
+    static let maxRanges = 256
+    /// What a record read through an index costs, relative to a record read by a scan.
+    static let indexFetchCost = 4
+
+    /// One way to run the query.
+    private struct Option {
+        var candidate: Int?
+        var access: QueryPlan.Access
+        var source: ChosenAccess.Source?
+        var ranges: [KeyRange]
+        var consumed: Set<Int>
+        var inOrder: Bool
+        var reverse: Bool
+        var score: Int
+        var estimatedRows = 0
+        var cost = 0
+    }
+
+    /// How a tree's fields meet the conditions.
+    private struct Shape {
+        var ranges: [KeyRange]
+        var consumed: Set<Int>
+        /// Fields fixed to one value.
+        var constant: Set<Int>
+        var allPoints: Bool
+        /// The position of the one field with several values, if one; nil also when several have.
+        var multiPoint: Int?
+    }
+
+    static func choose<Field>(_ query: PlanRequest<Field>, candidates: [AccessCandidate<Field>], statistics: PlannerStatistics? = nil) throws -> ChosenAccess {
+        var options: [Option] = []
+        for (number, candidate) in candidates.enumerated() {
+            guard let match = shape(of: candidate, query.conditions) else { continue }
+            guard let shape = match else {
                 // Contradictory conditions: nothing matches; read an empty range.
-                return ChosenAccess(source: .primaryKey, ranges: [], plan: plan(query, collection, .primaryKeyPoints(count: 0), nil, residual: false, inOrder: false))
+                return ChosenAccess(source: .primaryKey, ranges: [], plan: plan(query, .primaryKeyPoints(count: 0), nil, residual: false, inOrder: false))
             }
-            let (ranges, isPoints) = keyRanges(bounds)
-            let isPrimary: Bool
-            let source: ChosenAccess.Source
-            let access: QueryPlan.Access
-            switch candidate.kind {
-            case .primaryKey:
-                isPrimary = true
-                source = .primaryKey
-                access = isPoints ? .primaryKeyPoints(count: ranges.count) : .primaryKeyRange
-            case .index(let name, _):
-                isPrimary = false
-                source = .index(name)
-                access = isPoints ? .indexPoints(index: name, count: ranges.count) : .indexRange(index: name)
+            let order = self.order(query.sort, candidate, constant: Set(shape.constant.map { candidate.fields[$0] }),
+                                   rangeCount: shape.ranges.count, multiPoint: shape.multiPoint.map { candidate.fields[$0] })
+            let access: QueryPlan.Access = switch (candidate.kind, shape.allPoints) {
+            case (.primaryKey, true): .primaryKeyPoints(count: shape.ranges.count)
+            case (.primaryKey, false): .primaryKeyRange
+            case (.index(let name, _), true): .indexPoints(index: name, count: shape.ranges.count)
+            case (.index(let name, _), false): .indexRange(index: name)
             }
-            let score = (isPoints ? 4 : 2) + (isPrimary ? 1 : 0)
-            if best == nil || score > best!.score {
-                // Conditions on the tree's first field are answered exactly by the ranges.
-                let residual = hasOpaque || conditions.count > onField.count
-                let description = isPoints ? nil : describe(ranges.first)
-                // The tree returns records in its first field's order (ties by primary key):
-                // a sort on that field alone needs no sorting, and a limit stops early.
-                let inOrder = query.sort.count == 1 && query.sort[0].field == candidate.firstField
-                var chosen = ChosenAccess(source: source, ranges: ranges, plan: plan(query, collection, access, description, residual: residual, inOrder: inOrder))
-                chosen.reverse = inOrder && !query.sort[0].ascending
-                best = (score, chosen, onField.count)
+            options.append(Option(candidate: number, access: access, source: candidate.source, ranges: shape.ranges, consumed: shape.consumed,
+                                  inOrder: order.inOrder, reverse: order.reverse,
+                                  // Points, then ranges; the primary key first; then the most conditions answered.
+                                  score: ((shape.allPoints ? 4 : 2) + (candidate.isPrimaryKey ? 1 : 0)) * 64 + shape.consumed.count))
+        }
+        let usesConditions = !options.isEmpty
+        // Trees read whole in the sort's order, stopping at the limit.
+        if query.needed != nil, !query.sort.isEmpty {
+            for (number, candidate) in candidates.enumerated() {
+                let order = self.order(query.sort, candidate, constant: [], rangeCount: 1, multiPoint: nil)
+                guard order.inOrder else { continue }
+                options.append(Option(candidate: number, access: .indexOrder(index: candidate.name, descending: order.reverse),
+                                      source: candidate.source, ranges: [KeyRange.all], consumed: [], inOrder: true, reverse: order.reverse, score: 64))
             }
         }
-        if let best { return best.access }
-        if let order = indexOrder(query, collection: collection, candidates: candidates, residual: query.hasConditions) { return order }
-        return ChosenAccess(source: nil, ranges: [KeyRange.all], plan: plan(query, collection, .fullScan, nil, residual: query.hasConditions, inOrder: false))
-    }
+        let scanOrder = candidates.first(where: \.isPrimaryKey).map { order(query.sort, $0, constant: [], rangeCount: 1, multiPoint: nil) }
+        options.append(Option(candidate: nil, access: .fullScan, source: nil, ranges: [KeyRange.all], consumed: [],
+                              inOrder: scanOrder?.inOrder ?? query.sort.isEmpty, reverse: scanOrder?.reverse ?? false, score: 0))
 
-    /// With no usable condition, a query sorted by a field that leads an index (or the
-    /// primary key), with a limit, reads that tree in order and stops early.
-    private static func indexOrder<Field>(_ query: PlanRequest<Field>, collection: String, candidates: [AccessCandidate<Field>], residual: Bool) -> ChosenAccess? {
-        guard query.sort.count == 1, let sortPath = query.sort[0].field, query.limit != nil else { return nil }
-        let descending = !query.sort[0].ascending
-        for candidate in candidates where candidate.firstField == sortPath {
-            let name: String
-            let source: ChosenAccess.Source
-            switch candidate.kind {
-            case .primaryKey: name = "primary key"; source = .primaryKey
-            case .index(let index, _): name = index; source = .index(index)
-            }
-            var chosen = ChosenAccess(source: source, ranges: [KeyRange.all], reverse: descending,
-                                      plan: plan(query, collection, .indexOrder(index: name, descending: descending), nil, residual: residual, inOrder: true))
-            chosen.plan.stopsAfter = query.needed
-            return chosen
+        let costed = statistics.map { $0.records >= smallCollection } ?? false
+        for i in options.indices {
+            try estimate(&options[i], query, candidates, statistics: statistics)
         }
-        return nil
+        let chosen: Option
+        if costed {
+            chosen = options.min { a, b in a.cost != b.cost ? a.cost < b.cost : a.score > b.score }!
+        } else {
+            // Structural: the best-scoring condition; else an ordered walk; else the scan.
+            let pool = usesConditions ? options.filter { $0.score >= 2 * 64 } : options
+            chosen = pool.max { a, b in a.score < b.score }!
+        }
+        let residual = query.hasOpaque || chosen.consumed.count < query.conditions.count
+        let isRange = switch chosen.access {
+        case .primaryKeyRange, .indexRange: true
+        default: false
+        }
+        var result = ChosenAccess(source: chosen.source, ranges: chosen.ranges, reverse: chosen.inOrder && chosen.reverse,
+                                  plan: plan(query, chosen.access, isRange ? describe(chosen.ranges) : nil, residual: residual, inOrder: chosen.inOrder))
+        if statistics != nil {
+            result.plan.estimatedRows = chosen.estimatedRows
+            result.plan.alternatives = options.filter { $0.access != chosen.access }.map { QueryPlan.Alternative(access: $0.access, estimatedRows: $0.estimatedRows) }
+        }
+        return result
     }
 
-    private static func plan<Field>(_ query: PlanRequest<Field>, _ collection: String, _ access: QueryPlan.Access, _ range: String?, residual: Bool, inOrder: Bool) -> QueryPlan {
+    /// Fills in an option's estimated rows read and its cost.
+    private static func estimate<Field>(_ option: inout Option, _ query: PlanRequest<Field>, _ candidates: [AccessCandidate<Field>],
+                                        statistics: PlannerStatistics?) throws {
+        let residual = query.hasOpaque || option.consumed.count < query.conditions.count
+        let records = statistics?.records ?? 0
+        let limited = option.inOrder ? query.needed : nil
+        let entries: Int
+        switch option.access {
+        case .fullScan, .indexOrder:
+            entries = records
+        case .primaryKeyPoints(let count):
+            entries = count
+        case .indexPoints(_, let count) where option.candidate.map({ candidates[$0].isUnique && candidates[$0].fields.count == 1 }) ?? false:
+            entries = count
+        default:
+            // Counting stops where the answer no longer matters: at the rows a limited
+            // in-order read needs, or where a full scan would be cheaper.
+            let cap = limited.map { residual ? $0 * indexFetchCost : $0 } ?? (records < smallCollection ? records + 1 : records / indexFetchCost + 1)
+            if let statistics, let source = option.source {
+                entries = try statistics.countEntries(source, option.ranges, max(1, cap))
+            } else {
+                entries = records
+            }
+        }
+        let rows = limited.map { min(entries, residual ? $0 * indexFetchCost : $0) } ?? entries
+        option.estimatedRows = rows
+        let isIndex = if case .index? = option.source { true } else { false }
+        option.cost = rows * (isIndex ? indexFetchCost : 1)
+    }
+
+    /// How `candidate`'s fields meet `conditions`: nil when its first field has none; `.some(nil)`
+    /// when they contradict each other (nothing matches).
+    private static func shape<Field>(of candidate: AccessCandidate<Field>, _ conditions: [(Field, FieldBounds)]) -> Shape?? {
+        var prefixes: [[UInt8]] = [[]]
+        var shape = Shape(ranges: [], consumed: [], constant: [], allPoints: true, multiPoint: nil)
+        var multiPoints = 0
+        var rangeBounds: (lower: KeyRange.Bound, upper: KeyRange.Bound)?
+        fields: for (position, field) in candidate.fields.enumerated() {
+            let on = conditions.indices.filter { conditions[$0].0 == field }
+            if on.isEmpty { break }
+            guard let bounds = intersect(on.map { conditions[$0].1 }) else { return .some(nil) }
+            switch bounds {
+            case .points(let points):
+                guard prefixes.count * points.count <= maxRanges else { break fields }
+                prefixes = prefixes.flatMap { prefix in points.map { prefix + $0 } }
+                if points.count == 1 {
+                    shape.constant.insert(position)
+                } else {
+                    multiPoints += 1
+                    shape.multiPoint = position
+                }
+                shape.consumed.formUnion(on)
+            case .range(let lower, let upper):
+                rangeBounds = (lower, upper)
+                shape.consumed.formUnion(on)
+                break fields
+            }
+        }
+        guard !shape.consumed.isEmpty else { return nil }
+        if multiPoints > 1 { shape.multiPoint = nil }
+        if let (lower, upper) = rangeBounds {
+            shape.allPoints = false
+            shape.ranges = prefixes.map { KeyRange(lower: prefixed($0, lower, lower: true), upper: prefixed($0, upper, lower: false)) }
+        } else {
+            shape.ranges = prefixes.map { KeyRange.startingWith(elements: $0) }
+        }
+        return .some(shape)
+    }
+
+    /// A bound on one field's key, behind the keys of the fields before it.
+    private static func prefixed(_ prefix: [UInt8], _ bound: KeyRange.Bound, lower: Bool) -> KeyRange.Bound {
+        switch bound {
+        case .unbounded: prefix.isEmpty ? .unbounded : lower ? .included(prefix) : .excluded(KeyRange.afterElements(prefix))
+        case .included(let key): .included(prefix + key)
+        case .excluded(let key): .excluded(prefix + key)
+        }
+    }
+
+    /// Whether reading the candidate's tree (in `rangeCount` ranges) returns records in the
+    /// sort's order, ties in primary-key order, and whether backwards.
+    private static func order<Field>(_ sort: [(field: Field?, ascending: Bool)], _ candidate: AccessCandidate<Field>, constant: Set<Field>,
+                                     rangeCount: Int, multiPoint: Field?) -> (inOrder: Bool, reverse: Bool) {
+        // A sort key on a field the conditions fix changes nothing.
+        let keys = sort.filter { key in key.field.map { !constant.contains($0) } ?? true }
+        // Unsorted: the primary-key tree's ranges come in its order (several ranges too: they
+        // are built in ascending order).
+        guard !keys.isEmpty else { return (candidate.isPrimaryKey, false) }
+        guard keys.allSatisfy({ $0.field != nil && $0.ascending == keys[0].ascending }) else { return (false, false) }
+        let treeFields = candidate.fields.filter { !constant.contains($0) }
+        guard keys.count <= treeFields.count, zip(keys, treeFields).allSatisfy({ $0.field == $1 }) else { return (false, false) }
+        // Equal sort keys come in the order of the index's other fields, not the primary key's.
+        if !candidate.isPrimaryKey, keys.count < treeFields.count { return (false, false) }
+        // Several ranges are in order when they split on the first field sorted by.
+        if rangeCount > 1, multiPoint == nil || multiPoint != keys[0].field { return (false, false) }
+        return (true, !keys[0].ascending)
+    }
+
+    private static func plan<Field>(_ query: PlanRequest<Field>, _ access: QueryPlan.Access, _ range: String?, residual: Bool, inOrder: Bool) -> QueryPlan {
         // Unsorted results come in primary-key order on every backend, so records found
         // through an index are put back in that order.
         let readsIndex: Bool
@@ -110,8 +287,10 @@ package enum Planner {
         default: readsIndex = false
         }
         let sorts = (!query.sort.isEmpty || readsIndex) && !inOrder
-        return QueryPlan(collection: collection, access: access, range: range, residualFilter: residual,
-                         sortsInMemory: sorts, stopsAfter: sorts ? nil : query.needed)
+        var plan = QueryPlan(collection: query.collection, access: access, range: range, residualFilter: residual,
+                             sortsInMemory: sorts, stopsAfter: sorts ? nil : query.needed)
+        if sorts { plan.keepsTop = query.needed }
+        return plan
     }
 
     /// The intersection of several conditions on one field, or nil when it is empty.
@@ -158,17 +337,13 @@ package enum Planner {
         return ka.lexicographicallyPrecedes(kb) ? a : b
     }
 
-    /// Tree ranges for field bounds: one range per point (its keys, whatever primary key
-    /// follows), or the range itself.
-    private static func keyRanges(_ bounds: FieldBounds) -> ([KeyRange], isPoints: Bool) {
-        switch bounds {
-        case .points(let points): return (points.map { KeyRange.startingWith(elements: $0) }, true)
-        case .range(let lower, let upper): return ([KeyRange(lower: lower, upper: upper)], false)
-        }
+    /// The ranges read, as decoded keys (the first, and how many more).
+    private static func describe(_ ranges: [KeyRange]) -> String? {
+        guard let first = ranges.first else { return nil }
+        return describe(first).map { ranges.count > 1 ? $0 + " and \(ranges.count - 1) more" : $0 }
     }
 
-    private static func describe(_ range: KeyRange?) -> String? {
-        guard let range else { return nil }
+    private static func describe(_ range: KeyRange) -> String? {
         // `afterElements(k)` (k ++ FF) stands for "just above k": show it as k, exclusive
         // below or inclusive above.
         func text(_ bound: KeyRange.Bound, lower: Bool) -> String {
@@ -181,5 +356,26 @@ package enum Planner {
             }
         }
         return text(range.lower, lower: true) + " … " + text(range.upper, lower: false)
+    }
+}
+
+extension PlannerStatistics {
+    /// A collection's statistics as one snapshot of its trees has them: the record count is
+    /// the records tree's (kept by the engine), ranges are counted on the keys.
+    init(engine: any TreeReading, entry: CatalogEntry) throws {
+        self.init(records: try engine.count(in: entry.recordsTree)) { source, ranges, limit in
+            let tree = switch source {
+            case .primaryKey: entry.recordsTree
+            case .index(let name): entry.indexTree(name)
+            }
+            var entries = 0
+            for range in ranges where entries < limit {
+                try engine.scan(tree, in: range, reverse: false) { _, _ in
+                    entries += 1
+                    return entries < limit
+                }
+            }
+            return entries
+        }
     }
 }

@@ -159,6 +159,15 @@ public struct Query<M: Model>: Sendable {
     }
 
     /// Orders `items` by the sort keys applied to their models (stable).
+    /// How two models compare by the sort keys (`.orderedSame` when unsorted or tied).
+    package func compare(_ a: M, _ b: M) -> ComparisonResult {
+        for key in sortKeys {
+            let result = key.compare(a, b)
+            if result != .orderedSame { return key.ascending ? result : result == .orderedAscending ? .orderedDescending : .orderedAscending }
+        }
+        return .orderedSame
+    }
+
     package func sort<T>(_ items: inout [T], by model: (T) -> M) {
         guard !sortKeys.isEmpty else { return }
         let keys = sortKeys
@@ -221,6 +230,22 @@ public struct QueryPlan: Sendable, Equatable, CustomStringConvertible {
     /// The statement a SQL backend runs (`SQLStorage`), with its database's name; the
     /// residual filter and in-memory sort are what it leaves to Swift. Nil on Strata files.
     public var sql: String?
+    /// With an in-memory sort and a limit: only the best `limit + offset` matches are kept
+    /// while reading (a bounded top-k, not a sort of every match).
+    public var keepsTop: Int?
+    /// The rows the chosen access reads, as the planner estimated them (counted on the tree's
+    /// keys; a count that reached the point where the choice was clear is a lower bound).
+    /// Nil where the planner does not estimate (SQL backends: see `sql`).
+    public var estimatedRows: Int?
+    /// The other ways the planner considered, with the rows each would read.
+    public var alternatives: [Alternative] = []
+
+    /// A way of running the query that the planner considered and did not choose.
+    public struct Alternative: Sendable, Equatable, CustomStringConvertible {
+        public var access: Access
+        public var estimatedRows: Int
+        public var description: String { "\(access) ~\(estimatedRows) rows" }
+    }
 
     package init(collection: String, access: Access, range: String?, residualFilter: Bool, sortsInMemory: Bool, stopsAfter: Int?, sql: String? = nil) {
         (self.collection, self.access, self.range, self.residualFilter, self.sortsInMemory, self.stopsAfter, self.sql) =
@@ -237,8 +262,11 @@ public struct QueryPlan: Sendable, Equatable, CustomStringConvertible {
             return parts.joined(separator: ", ")
         }
         if residualFilter { parts.append("then filter") }
-        if sortsInMemory { parts.append("then sort") }
+        if sortsInMemory { parts.append(keepsTop.map { "then sort, keeping the top \($0)" } ?? "then sort") }
         if let stopsAfter { parts.append("stop after \(stopsAfter)") }
-        return parts.joined(separator: ", ")
+        if let estimatedRows { parts.append("~\(estimatedRows) rows read") }
+        var text = parts.joined(separator: ", ")
+        if !alternatives.isEmpty { text += "; considered: " + alternatives.map(\.description).joined(separator: "; ") }
+        return text
     }
 }

@@ -13,9 +13,9 @@ struct QueryExecution<Record> {
     /// A first check on a record's bytes in primary-key scans: false skips it undecoded.
     let admits: ((UnsafeRawBufferPointer) -> Bool)?
     let matches: (Record) throws -> Bool
-    /// Sorts matches with their primary keys (stably: they arrive in primary-key order);
-    /// nil when the query is unsorted.
-    let sort: ((inout [([UInt8], Record)]) -> Void)?
+    /// How two records compare by the query's sort keys; nil when it is unsorted. Ties are
+    /// broken by primary key, on every path and backend.
+    let order: ((Record, Record) -> ComparisonResult)?
     let offset: Int
     let limit: Int?
 
@@ -23,15 +23,26 @@ struct QueryExecution<Record> {
     /// call (streaming scans lend the tree's bytes: no copy per record).
     func run(_ access: ChosenAccess, _ visit: (UnsafeRawBufferPointer, Record) throws -> Bool) throws {
         if access.plan.sortsInMemory {
+            let order = self.order
+            // The sort keys, then the primary key: a total order, the same on every backend.
+            func precedes(_ a: ([UInt8], Record), _ b: ([UInt8], Record)) -> Bool {
+                if let result = order?(a.1, b.1), result != .orderedSame { return result == .orderedAscending }
+                return a.0.lexicographicallyPrecedes(b.0)
+            }
+            // With a limit only the best `keep` can be results: a bounded top-k, trimmed
+            // whenever it doubles (n log k, memory for 2k records).
+            let keep = access.plan.keepsTop
             var found: [([UInt8], Record)] = []
             try candidates(access) { key, record in
-                if try matches(record) { found.append((Array(key), record)) }
+                guard try matches(record) else { return true }
+                found.append((Array(key), record))
+                if let keep, found.count >= max(2 * keep, 64) {
+                    found.sort(by: precedes)
+                    found.removeLast(found.count - keep)
+                }
                 return true
             }
-            // Primary-key order first: it is the result order when unsorted, and breaks
-            // ties of the sort keys the same way on every backend.
-            found.sort { $0.0.lexicographicallyPrecedes($1.0) }
-            sort?(&found)
+            found.sort(by: precedes)
             for (key, record) in window(found) where try !key.withUnsafeBytes({ try visit($0, record) }) { return }
             return
         }

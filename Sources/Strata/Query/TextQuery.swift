@@ -356,31 +356,30 @@ extension CollectionInspector {
         var candidates: [AccessCandidate<String>] = []
         if let first = entry.primaryKey.first, let type = try firstKeyType(entry.recordsTree) {
             keyTypes[first] = type
-            candidates.append(AccessCandidate(kind: .primaryKey, firstField: first))
+            // The first field only: literals are typed by the first key of each tree, which
+            // shows the first field's type alone.
+            candidates.append(AccessCandidate(kind: .primaryKey, fields: [first]))
         }
         for index in entry.indexes where snapshot.hasTree(entry.indexTree(index.name)) {
             guard let first = index.fields.first else { continue }
             if let type = try firstKeyType(entry.indexTree(index.name)) { keyTypes[first] = keyTypes[first] ?? type }
-            candidates.append(AccessCandidate(kind: .index(name: index.name, unique: index.unique), firstField: first))
+            candidates.append(AccessCandidate(kind: .index(name: index.name, unique: index.unique), fields: [first]))
         }
         let (conditions, hasOpaque) = predicate?.conjuncts(keyTypes: keyTypes) ?? ([], false)
         let request = PlanRequest(collection: name, conditions: conditions, hasOpaque: hasOpaque, hasConditions: predicate != nil,
                                   sort: sort.map { (Optional($0.field), $0.ascending) }, limit: limit, offset: offset)
-        let access = Planner.choose(request, candidates: candidates)
+        let access = try Planner.choose(request, candidates: candidates, statistics: try PlannerStatistics(engine: snapshot, entry: entry))
         let compiled = predicate.map(CompiledTextPredicate.init)
         let execution = QueryExecution<RecordValue>(
             engine: snapshot, entry: entry, uniqueIndexes: Set(entry.indexes.filter(\.unique).map(\.name)),
             decode: { try RecordValue.decode(Array($0), fields: fields, collection: name) }, admits: nil,
             matches: { compiled?.matches($0) ?? true },
-            sort: sort.isEmpty ? nil : { pairs in
-                pairs = pairs.enumerated().sorted { a, b in
-                    for key in sort {
-                        let x = a.element.1.value(at: key.field) ?? .null, y = b.element.1.value(at: key.field) ?? .null
-                        let order = RecordValue.order(x, y)
-                        if order != .orderedSame { return (order == .orderedAscending) == key.ascending }
-                    }
-                    return a.offset < b.offset
-                }.map(\.element)
+            order: sort.isEmpty ? nil : { a, b in
+                for key in sort {
+                    let order = RecordValue.order(a.value(at: key.field) ?? .null, b.value(at: key.field) ?? .null)
+                    if order != .orderedSame { return key.ascending ? order : order == .orderedAscending ? .orderedDescending : .orderedAscending }
+                }
+                return .orderedSame
             },
             offset: offset, limit: limit)
         var records: [Record] = []

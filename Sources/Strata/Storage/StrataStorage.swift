@@ -260,18 +260,19 @@ struct CollectionAccess<M: Model> {
         }
     }
 
-    func choose(_ query: Query<M>) -> ChosenAccess {
-        var candidates = [AccessCandidate<AnyKeyPath>(kind: .primaryKey, firstField: M.schema.primaryKey[0].keyPath)]
+    func choose(_ query: Query<M>) throws -> ChosenAccess {
+        var candidates = [AccessCandidate<AnyKeyPath>(kind: .primaryKey, fields: M.schema.primaryKey.map(\.keyPath))]
         for index in builtIndexes {
-            candidates.append(AccessCandidate(kind: .index(name: index.name, unique: index.isUnique), firstField: index.fields[0].keyPath))
+            candidates.append(AccessCandidate(kind: .index(name: index.name, unique: index.isUnique), fields: index.fields.map(\.keyPath)))
         }
-        return Planner.choose(query.planRequest(collection: name), candidates: candidates)
+        return try Planner.choose(query.planRequest(collection: name), candidates: candidates,
+                                  statistics: try PlannerStatistics(engine: engine, entry: state.entry))
     }
 
     /// Visits the query's results in order, after offset, up to limit, with their primary
     /// keys (the key buffer is valid only during the call).
     func execute(_ query: Query<M>, _ visit: (UnsafeRawBufferPointer, M) throws -> Bool) throws {
-        let access = choose(query)
+        let access = try choose(query)
         // Scans check what conditions they can on the stored bytes before decoding.
         let scans = access.plan.access == .fullScan || access.plan.access == .primaryKeyRange
         var scratch = Key()
@@ -279,13 +280,14 @@ struct CollectionAccess<M: Model> {
             : RecordPrefilter(query.planRequest(collection: name).conditions, of: M.schema.description,
                               fields: fields, collection: name)
         let projection = query.storedProjection
+        let order: ((M, M) -> ComparisonResult)? = query.sortKeys.isEmpty ? nil : { query.compare($0, $1) }
         let execution = QueryExecution<M>(
             engine: engine, entry: state.entry, uniqueIndexes: Set(M.schema.indexes.filter(\.isUnique).map(\.name)),
             decode: projection.map { projection in
                 let widened = WidenedProjection(projection)
                 return { try decode($0, keeping: widened) }
             } ?? decode, admits: prefilter.map { prefilter in { prefilter.admits($0, scratch: &scratch) } }, matches: query.matches,
-            sort: query.sortKeys.isEmpty ? nil : { query.sort(&$0) { $0.1 } }, offset: query.offset, limit: query.limit)
+            order: order, offset: query.offset, limit: query.limit)
         try execution.run(access, visit)
     }
 
@@ -295,7 +297,7 @@ struct CollectionAccess<M: Model> {
             return query.limit.map { min($0, total) } ?? total
         }
         let unsorted = Query<M>(query: query, droppingSort: true)
-        let access = choose(unsorted)
+        let access = try choose(unsorted)
         // When the tree ranges answer every condition, count their entries: no record is
         // fetched or decoded.
         if !access.plan.residualFilter {
@@ -360,7 +362,7 @@ extension CollectionReading {
         guard let access = try access(M.self) else {
             return QueryPlan(collection: M.collectionName, access: .fullScan, range: nil, residualFilter: query.hasConditions, sortsInMemory: false, stopsAfter: nil)
         }
-        return access.choose(query).plan
+        return try access.choose(query).plan
     }
 }
 
