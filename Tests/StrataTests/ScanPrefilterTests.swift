@@ -97,4 +97,48 @@ struct ScanPrefilterTests {
             try storage.close()
         }
     }
+
+    /// A model that declares its fields: its conditions are checked on the bytes on every
+    /// path, and a count whose conditions the bytes decide decodes nothing.
+    struct Chore: Model, Equatable {
+        var id: Int64
+        var priority: Int
+        var done: Bool
+        static let collectionName = "chores"
+        static let schema = Schema<Chore>(primaryKey: \.id, indexes: [.index(\.priority)])
+        static let storedFields: [StoredField<Chore>] = [.field(\.id), .field(\.priority), .field(\.done)]
+    }
+
+    /// The same collection before `done` existed.
+    struct ChoreV1: Model {
+        var id: Int64
+        var priority: Int
+        static let collectionName = "chores"
+        static let schema = Schema<ChoreV1>(primaryKey: \.id, indexes: [.index(\.priority)])
+    }
+
+    @Test("through an index, residual conditions are checked on the bytes; counts give the array's answer, older records included")
+    func indexPathsAndCountsOnBytes() throws {
+        try withFile { path in
+            let storage = try StrataStorage(path: path)
+            try storage.persist((1000 ..< 1010).map { ChoreV1(id: Int64($0), priority: $0 % 3) })
+            let chores = (0 ..< 2000).map { Chore(id: Int64($0), priority: $0 % 10, done: $0 % 3 == 0) }
+            try storage.persist(chores)
+            let all = try storage.readAll(Chore.self)
+            #expect(all.count == 2000 && all.filter { $0.id >= 1000 && $0.id < 1010 }.allSatisfy { $0.done == (($0.id % 3) == 0) })
+            // Records 1000..<1010 were rewritten by the second persist; add older ones again.
+            try storage.persist((5000 ..< 5010).map { ChoreV1(id: Int64($0), priority: $0 % 3) })
+            let every = try storage.readAll(Chore.self)
+            for priority in [0, 1, 4] {
+                for done in [false, true] {
+                    let query = Chore.filter(\.priority == priority && \.done == done)
+                    #expect(try storage.explain(query).residualFilter)
+                    let expected = every.filter { $0.priority == priority && $0.done == done }
+                    #expect(try storage.read(query) == expected)
+                    #expect(try storage.count(query) == expected.count, "priority \(priority), done \(done)")
+                }
+            }
+            try storage.close()
+        }
+    }
 }

@@ -15,7 +15,9 @@ struct StrataBench: ParsableCommand {
             the data set (counts and a digest of every field read); a mismatch stops the run.
             Ops: W1 insert.batch, insert.single-tx, get, get.fetchOne (GRDB), scan.filter, scan.index, \
             update, commit.durable, reopen, size, size.compacted; W2 insert.batch, get, scan.filter, \
-            size, size.compacted; W3 persist, read all, read pinned by id; live: latency in-process and \
+            size, size.compacted; W3 persist, read all, read pinned by id; W4 (the notes app: strata-typed, GRDB, \
+            SQLite) insert, notebook page newest first, first page by tag, top-50 by priority, count by two fields, \
+            keyset paging; live: latency in-process and \
             cross-process (median, p99: from the start of a commit to the observer's first result showing it), commits with \
             0, 1 and 100 observers.
             """)
@@ -23,8 +25,8 @@ struct StrataBench: ParsableCommand {
     @Option(help: "W1's record count N (W2 uses N/10 documents, W3 N/100 dialogs of 50 messages, at most 10,000).")
     var records = 1_000_000
 
-    @Option(help: "Comma-separated workloads: W1, W2, W3, live.")
-    var workloads = "W1,W2,W3,live"
+    @Option(help: "Comma-separated workloads: W1, W2, W3, W4, live.")
+    var workloads = "W1,W2,W3,W4,live"
 
     @Option(help: "Comma-separated engines: \(EngineKind.allCases.map(\.rawValue).joined(separator: ",")).")
     var engines = EngineKind.allCases.map(\.rawValue).joined(separator: ",")
@@ -61,8 +63,8 @@ struct StrataBench: ParsableCommand {
         for name in list(engines) where EngineKind(rawValue: name) == nil {
             throw ValidationError("unknown engine '\(name)'; known: \(EngineKind.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        for workload in list(workloads) where !["W1", "W2", "W3", "live"].contains(workload) {
-            throw ValidationError("unknown workload '\(workload)'; known: W1, W2, W3, live")
+        for workload in list(workloads) where !["W1", "W2", "W3", "W4", "live"].contains(workload) {
+            throw ValidationError("unknown workload '\(workload)'; known: W1, W2, W3, W4, live")
         }
     }
 
@@ -85,6 +87,7 @@ struct StrataBench: ParsableCommand {
         if selected.contains("W1") { try runner.runW1() }
         if selected.contains("W2") { try runner.runW2() }
         if selected.contains("W3") { try runner.runW3() }
+        if selected.contains("W4") { try runner.runW4() }
         if selected.contains("live") { try runner.runLive() }
 
         print(runner.report.table())

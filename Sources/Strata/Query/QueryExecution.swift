@@ -10,7 +10,7 @@ struct QueryExecution<Record> {
     let entry: CatalogEntry
     let uniqueIndexes: Set<String>
     let decode: (UnsafeRawBufferPointer) throws -> Record
-    /// A first check on a record's bytes in primary-key scans: false skips it undecoded.
+    /// A first check on a record's bytes, on every path: false skips it undecoded.
     let admits: ((UnsafeRawBufferPointer) -> Bool)?
     let matches: (Record) throws -> Bool
     /// How two records compare by the query's sort keys; nil when it is unsorted. Ties are
@@ -66,11 +66,16 @@ struct QueryExecution<Record> {
         return results[start ..< end]
     }
 
-    private func fetch(_ key: UnsafeRawBufferPointer, index: String) throws -> Record {
-        guard let record = try engine.withValue(key, in: entry.recordsTree, decode) else {
+    /// The record an index entry names, or nil when `admits` rejects its bytes.
+    private func fetch(_ key: UnsafeRawBufferPointer, index: String) throws -> Record? {
+        let found = try engine.withValue(key, in: entry.recordsTree) { bytes -> Record? in
+            if let admits, !admits(bytes) { return nil }
+            return try decode(bytes)
+        }
+        guard let found else {
             throw RecordError.corruptRecord(collection: entry.collection, reason: "index '\(index)' names primary key \(Key(bytes: Array(key))) which has no record")
         }
-        return record
+        return found
     }
 
     /// Visits the records of the access path in its order, with their primary keys.
@@ -98,7 +103,7 @@ struct QueryExecution<Record> {
             func flush() throws -> Bool {
                 defer { groupKeys.removeAll(keepingCapacity: true) }
                 for key in groupKeys.reversed() {
-                    let more = try key.withUnsafeBytes { try visit($0, try fetch($0, index: index)) }
+                    let more = try key.withUnsafeBytes { key in try fetch(key, index: index).map { try visit(key, $0) } ?? true }
                     if !more { return false }
                 }
                 return true
@@ -107,7 +112,7 @@ struct QueryExecution<Record> {
                 var more = true
                 try engine.scan(entry.indexTree(index), in: range, reverse: access.reverse) { indexKey, primaryKey in
                     guard groupsTies else {
-                        more = try visit(primaryKey, try fetch(primaryKey, index: index))
+                        more = try fetch(primaryKey, index: index).map { try visit(primaryKey, $0) } ?? true
                         return more
                     }
                     let key = Array(primaryKey)

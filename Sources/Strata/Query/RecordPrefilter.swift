@@ -23,6 +23,8 @@ struct RecordPrefilter {
     private let conditions: [Condition]
     /// Reused for every record of one query's scan (a scan runs on one thread).
     private let context: DecodingContext
+    /// Whether every condition it was given is checked here (none was left to decoding).
+    let checksAll: Bool
 
     /// Nil when no condition can be checked on the bytes.
     init?<M>(_ conditions: [(AnyKeyPath, FieldBounds)], of description: ModelDescription<M>, fields: FieldTable, collection: String) {
@@ -32,6 +34,7 @@ struct RecordPrefilter {
             return Condition(field: field, bounds: bounds, kind: kind)
         }
         guard !self.conditions.isEmpty else { return nil }
+        checksAll = self.conditions.count == conditions.count
         context = DecodingContext(buffer: UnsafeRawBufferPointer(start: nil, count: 0), fields: fields, collection: collection)
     }
 
@@ -54,9 +57,18 @@ struct RecordPrefilter {
 
     /// False only when a condition is certainly not met. `scratch` is reused across records.
     func admits(_ record: UnsafeRawBufferPointer, scratch: inout Key) -> Bool {
+        decides(record, scratch: &scratch) != false
+    }
+
+    /// Whether the record meets every condition: true or false when its bytes tell for
+    /// each, nil when one is unsure (field absent, another stored type, malformed bytes) —
+    /// then decoding must tell. With `checksAll` and no other condition in the query, a
+    /// decision is the query's answer (counts need not decode).
+    func decides(_ record: UnsafeRawBufferPointer, scratch: inout Key) -> Bool? {
         context.buffer = record
+        var decided = 0
         do {
-            guard try context.tag(at: 0) == .keyed else { return true }
+            guard try context.tag(at: 0) == .keyed else { return nil }
             var p = 1
             let count = try context.varint(at: &p)
             for _ in 0 ..< count {
@@ -65,13 +77,14 @@ struct RecordPrefilter {
                     scratch.removeAll()
                     guard try storedKey(context, at: p, as: condition.kind, into: &scratch) else { continue }
                     if !Self.contains(condition.bounds, scratch.bytes) { return false }
+                    decided += 1
                 }
                 p = try context.skip(at: p)
             }
         } catch {
-            return true
+            return nil
         }
-        return true
+        return decided == conditions.count ? true : nil
     }
 
     /// Appends the key of the value at `position` converted to `kind`; false when the stored

@@ -273,12 +273,9 @@ struct CollectionAccess<M: Model> {
     /// keys (the key buffer is valid only during the call).
     func execute(_ query: Query<M>, _ visit: (UnsafeRawBufferPointer, M) throws -> Bool) throws {
         let access = try choose(query)
-        // Scans check what conditions they can on the stored bytes before decoding.
-        let scans = access.plan.access == .fullScan || access.plan.access == .primaryKeyRange
+        // Every path checks what conditions it can on the stored bytes before decoding.
         var scratch = Key()
-        let prefilter = !scans || !access.plan.residualFilter ? nil
-            : RecordPrefilter(query.planRequest(collection: name).conditions, of: M.schema.description,
-                              fields: fields, collection: name)
+        let prefilter = access.plan.residualFilter ? self.prefilter(query) : nil
         let projection = query.storedProjection
         let order: ((M, M) -> ComparisonResult)? = query.sortKeys.isEmpty ? nil : { query.compare($0, $1) }
         let execution = QueryExecution<M>(
@@ -316,12 +313,34 @@ struct CollectionAccess<M: Model> {
             let total = max(0, entries - query.offset)
             return query.limit.map { min($0, total) } ?? total
         }
+        // When the record bytes decide every condition, nothing is decoded: a record is
+        // decoded only when its bytes leave a condition unsure.
+        let request = query.planRequest(collection: name)
+        if !request.hasOpaque, let prefilter = prefilter(query), prefilter.checksAll {
+            var scratch = Key()
+            let decodes: (UnsafeRawBufferPointer) throws -> M = decode
+            let execution = QueryExecution<Bool>(
+                engine: engine, entry: state.entry, uniqueIndexes: Set(M.schema.indexes.filter(\.isUnique).map(\.name)),
+                decode: { bytes in try prefilter.decides(bytes, scratch: &scratch) ?? query.matches(decodes(bytes)) },
+                admits: nil, matches: { $0 }, order: nil, offset: query.offset, limit: query.limit)
+            var n = 0
+            try execution.run(access) { _, _ in
+                n += 1
+                return true
+            }
+            return n
+        }
         var n = 0
         try execute(unsorted) { _, _ in
             n += 1
             return true
         }
         return n
+    }
+
+    /// The checks of `query`'s conditions on record bytes, when any can be made.
+    private func prefilter(_ query: Query<M>) -> RecordPrefilter? {
+        RecordPrefilter(query.planRequest(collection: name).conditions, of: M.schema.description, fields: fields, collection: name)
     }
 }
 
