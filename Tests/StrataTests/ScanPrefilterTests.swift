@@ -141,4 +141,49 @@ struct ScanPrefilterTests {
             try storage.close()
         }
     }
+
+    /// Declared fields and no index: sorts on them are done while reading.
+    struct Ranked: Model, Equatable {
+        var id: Int64
+        var priority: Int
+        var done: Bool
+        static let collectionName = "ranked"
+        static let schema = Schema<Ranked>(primaryKey: \.id)
+        static let storedFields: [StoredField<Ranked>] = [.field(\.id), .field(\.priority), .field(\.done)]
+    }
+
+    struct RankedV1: Model {
+        var id: Int64
+        var priority: Int
+        static let collectionName = "ranked"
+        static let schema = Schema<RankedV1>(primaryKey: \.id)
+    }
+
+    @Test("a sort with a limit on declared integer and Boolean fields keeps the best rows by their bytes: the array's answer, older records included")
+    func topRowsByBytes() throws {
+        try withFile { path in
+            let storage = try StrataStorage(path: path)
+            let chores = (0 ..< 3000).map { Ranked(id: Int64($0), priority: ($0 * 7919) % 1000 - 500, done: $0 % 3 == 0) }
+            try storage.persist(chores)
+            func expect(_ query: Query<Ranked>, _ expected: [Ranked], _ comment: Comment) throws {
+                let plan = try storage.explain(query)
+                #expect(plan.sortsInMemory && plan.keepsTop != nil, "\(plan)")
+                #expect(try storage.read(query) == expected, comment)
+            }
+            let byPriority = { (a: Ranked, b: Ranked) in a.priority > b.priority || a.priority == b.priority && a.id < b.id }
+            try expect(Ranked.query().sorted(by: \.priority, ascending: false).offset(5).limit(20),
+                       Array(chores.sorted(by: byPriority).dropFirst(5).prefix(20)), "descending integer, ties by id")
+            try expect(Ranked.query().sorted(by: \.priority).sorted(by: \.id, ascending: false).limit(30),
+                       Array(chores.sorted { $0.priority < $1.priority || $0.priority == $1.priority && $0.id > $1.id }.prefix(30)), "two keys, two directions")
+            try expect(Ranked.filter(\.done == true && \.priority < 0).sorted(by: \.priority, ascending: false).limit(10),
+                       Array(chores.filter { $0.done && $0.priority < 0 }.sorted(by: byPriority).prefix(10)), "conditions decided on the bytes")
+            // Older records without `done`: their bytes leave the condition unsure, so the
+            // query is answered by decoding, with the same result.
+            try storage.persist((9000 ..< 9010).map { RankedV1(id: Int64($0), priority: 600 + $0 % 3) })
+            let every = try storage.readAll(Ranked.self)
+            try expect(Ranked.filter(\.done == false).sorted(by: \.priority, ascending: false).limit(12),
+                       Array(every.filter { !$0.done }.sorted(by: byPriority).prefix(12)), "unsure records fall back to decoding")
+            try storage.close()
+        }
+    }
 }

@@ -16,6 +16,8 @@ struct QueryExecution<Record> {
     /// How two records compare by the query's sort keys; nil when it is unsorted. Ties are
     /// broken by primary key, on every path and backend.
     let order: ((Record, Record) -> ComparisonResult)?
+    /// The sort order and conditions read from record bytes, when they can be (see `ByteOrder`).
+    var byteOrder: ByteOrder? = nil
     let offset: Int
     let limit: Int?
 
@@ -29,18 +31,23 @@ struct QueryExecution<Record> {
                 if let result = order?(a.1, b.1), result != .orderedSame { return result == .orderedAscending }
                 return a.0.lexicographicallyPrecedes(b.0)
             }
-            // With a limit only the best `keep` can be results: a bounded top-k, trimmed
-            // whenever it doubles (n log k, memory for 2k records).
-            let keep = access.plan.keepsTop
-            var found: [([UInt8], Record)] = []
-            try candidates(access) { key, record in
-                guard try matches(record) else { return true }
-                found.append((Array(key), record))
-                if let keep, found.count >= max(2 * keep, 64) {
-                    found.sort(by: precedes)
-                    found.removeLast(found.count - keep)
+            var found: [([UInt8], Record)]
+            if let keep = access.plan.keepsTop, let byteOrder, let kept = try topByBytes(access, keep: keep, byteOrder: byteOrder) {
+                found = kept
+            } else if let keep = access.plan.keepsTop {
+                // With a limit only the best `keep` can be results: a bounded heap.
+                var top = BoundedTop(capacity: keep, precedes: precedes)
+                try candidates(access) { key, record in
+                    if try matches(record) { top.offer((Array(key), record)) }
+                    return true
                 }
-                return true
+                found = top.elements
+            } else {
+                found = []
+                try candidates(access) { key, record in
+                    if try matches(record) { found.append((Array(key), record)) }
+                    return true
+                }
             }
             found.sort(by: precedes)
             for (key, record) in window(found) where try !key.withUnsafeBytes({ try visit($0, record) }) { return }
@@ -66,33 +73,36 @@ struct QueryExecution<Record> {
         return results[start ..< end]
     }
 
-    /// The record an index entry names, or nil when `admits` rejects its bytes.
-    private func fetch(_ key: UnsafeRawBufferPointer, index: String) throws -> Record? {
-        let found = try engine.withValue(key, in: entry.recordsTree) { bytes -> Record? in
-            if let admits, !admits(bytes) { return nil }
-            return try decode(bytes)
+    /// Visits the records of the access path in its order, decoded, with their primary keys;
+    /// records `admits` rejects are skipped undecoded.
+    private func candidates(_ access: ChosenAccess, _ visit: (UnsafeRawBufferPointer, Record) throws -> Bool) throws {
+        try records(access) { key, bytes in
+            if let admits, !admits(bytes) { return true }
+            return try visit(key, try decode(bytes))
         }
-        guard let found else {
-            throw RecordError.corruptRecord(collection: entry.collection, reason: "index '\(index)' names primary key \(Key(bytes: Array(key))) which has no record")
-        }
-        return found
     }
 
-    /// Visits the records of the access path in its order, with their primary keys.
-    private func candidates(_ access: ChosenAccess, _ visit: (UnsafeRawBufferPointer, Record) throws -> Bool) throws {
+    /// Visits the stored records of the access path in its order, with their primary keys
+    /// (both buffers valid only during the call).
+    private func records(_ access: ChosenAccess, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
         let ranges = access.reverse ? access.ranges.reversed() : access.ranges
         switch access.source {
         case nil, .primaryKey?:
             for range in ranges {
                 var more = true
                 try engine.scan(entry.recordsTree, in: range, reverse: access.reverse) { key, value in
-                    if let admits, !admits(value) { return true }
-                    more = try visit(key, try decode(value))
+                    more = try visit(key, value)
                     return more
                 }
                 if !more { return }
             }
         case .index(let index)?:
+            func fetch(_ key: UnsafeRawBufferPointer) throws -> Bool {
+                guard let more = try engine.withValue(key, in: entry.recordsTree, { try visit(key, $0) }) else {
+                    throw RecordError.corruptRecord(collection: entry.collection, reason: "index '\(index)' names primary key \(Key(bytes: Array(key))) which has no record")
+                }
+                return more
+            }
             // Walking backwards, entries with equal index values come in descending
             // primary-key order; each such group is emitted in ascending order, the tie
             // order of every other path. (A unique index has no ties, and its keys do not
@@ -102,17 +112,14 @@ struct QueryExecution<Record> {
             var groupKeys: [[UInt8]] = []
             func flush() throws -> Bool {
                 defer { groupKeys.removeAll(keepingCapacity: true) }
-                for key in groupKeys.reversed() {
-                    let more = try key.withUnsafeBytes { key in try fetch(key, index: index).map { try visit(key, $0) } ?? true }
-                    if !more { return false }
-                }
+                for key in groupKeys.reversed() where try !key.withUnsafeBytes(fetch) { return false }
                 return true
             }
             for range in ranges {
                 var more = true
                 try engine.scan(entry.indexTree(index), in: range, reverse: access.reverse) { indexKey, primaryKey in
                     guard groupsTies else {
-                        more = try fetch(primaryKey, index: index).map { try visit(primaryKey, $0) } ?? true
+                        more = try fetch(primaryKey)
                         return more
                     }
                     let key = Array(primaryKey)
@@ -128,6 +135,100 @@ struct QueryExecution<Record> {
                 if !more { return }
             }
             _ = try flush()
+        }
+    }
+
+    /// A sort with a limit whose order the record bytes give (`byteOrder`), and whose
+    /// conditions the bytes decide: the best rows are kept as bytes, by their sort key, and
+    /// only they are decoded. Nil when a record's bytes leave its order or a condition unsure
+    /// (the caller then runs the decoding path).
+    private func topByBytes(_ access: ChosenAccess, keep: Int, byteOrder: ByteOrder) throws -> [([UInt8], Record)]? {
+        // The heap's key: the sort key's bytes, then the primary key (ties in primary-key order).
+        var top = BoundedTop<[UInt8]>(capacity: keep) { $0.0.lexicographicallyPrecedes($1.0) }
+        var sortKey: [UInt8] = []
+        var unsure = false
+        try records(access) { key, bytes in
+            switch byteOrder.decides(bytes) {
+            case false?: return true
+            case nil: unsure = true; return false
+            case true?: break
+            }
+            sortKey.removeAll(keepingCapacity: true)
+            guard byteOrder.key(bytes, &sortKey) else { unsure = true; return false }
+            sortKey.append(contentsOf: key)
+            // Most records lose to the worst kept: they are compared, never copied.
+            if let worst = top.worst, !sortKey.lexicographicallyPrecedes(worst.0) { return true }
+            top.offer((sortKey, Array(bytes)))
+            return true
+        }
+        if unsure { return nil }
+        let kept = top.elements.sorted { $0.0.lexicographicallyPrecedes($1.0) }
+        return try kept.map { sortKey, bytes in
+            (Array(sortKey.suffix(sortKey.count - byteOrder.keyLength)), try bytes.withUnsafeBytes { try decode($0) })
+        }
+    }
+}
+
+/// Reads a query's sort order and conditions from record bytes: when every sort key is a
+/// declared field of fixed-width key encoding (integers, Booleans), the keys' bytes —
+/// inverted for descending keys — compare as the values do, and the query's conditions are
+/// decided on the bytes (`RecordPrefilter.decides`).
+struct ByteOrder {
+    /// The sort key's length in bytes (fixed: fixed-width encodings).
+    let keyLength: Int
+    /// Appends the record's sort key; false when its bytes do not tell (field absent, another type).
+    let key: (UnsafeRawBufferPointer, inout [UInt8]) -> Bool
+    /// Whether the record meets the query's conditions; nil when its bytes do not tell.
+    let decides: (UnsafeRawBufferPointer) -> Bool?
+}
+
+/// The best `capacity` elements offered, by `precedes`: a max-heap whose root is the worst
+/// kept, so an element that cannot be kept costs one comparison.
+struct BoundedTop<Record> {
+    private(set) var elements: [([UInt8], Record)] = []
+    let capacity: Int
+    let precedes: (([UInt8], Record), ([UInt8], Record)) -> Bool
+
+    init(capacity: Int, precedes: @escaping (([UInt8], Record), ([UInt8], Record)) -> Bool) {
+        (self.capacity, self.precedes) = (capacity, precedes)
+        elements.reserveCapacity(min(capacity, 4096))
+    }
+
+    /// The worst element kept, once full: an element that does not precede it is not kept.
+    var worst: ([UInt8], Record)? { elements.count == capacity && capacity > 0 ? elements[0] : nil }
+
+    mutating func offer(_ element: ([UInt8], Record)) {
+        guard capacity > 0 else { return }
+        if elements.count < capacity {
+            elements.append(element)
+            siftUp(elements.count - 1)
+            return
+        }
+        guard precedes(element, elements[0]) else { return }
+        elements[0] = element
+        siftDown(0)
+    }
+
+    private mutating func siftUp(_ start: Int) {
+        var child = start
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard precedes(elements[parent], elements[child]) else { return }
+            elements.swapAt(parent, child)
+            child = parent
+        }
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var parent = start
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var worst = parent
+            if left < elements.count, precedes(elements[worst], elements[left]) { worst = left }
+            if right < elements.count, precedes(elements[worst], elements[right]) { worst = right }
+            if worst == parent { return }
+            elements.swapAt(parent, worst)
+            parent = worst
         }
     }
 }

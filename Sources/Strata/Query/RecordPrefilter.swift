@@ -65,31 +65,47 @@ struct RecordPrefilter {
     /// then decoding must tell. With `checksAll` and no other condition in the query, a
     /// decision is the query's answer (counts need not decode).
     func decides(_ record: UnsafeRawBufferPointer, scratch: inout Key) -> Bool? {
+        var decided = 0, rejected = false
+        let walked = Self.forEachField(of: record, in: context) { field, position in
+            for condition in conditions where condition.field == field {
+                scratch.removeAll()
+                guard try Self.storedKey(context, at: position, as: condition.kind, into: &scratch) else { continue }
+                guard Self.contains(condition.bounds, scratch.bytes) else {
+                    rejected = true
+                    return false
+                }
+                decided += 1
+            }
+            return true
+        }
+        if rejected { return false }
+        return walked && decided == conditions.count ? true : nil
+    }
+
+    /// Calls `body` with each top-level field's id and the position of its value, while it
+    /// returns true; false when the record is not a keyed container, is malformed, or `body`
+    /// stopped or threw.
+    static func forEachField(of record: UnsafeRawBufferPointer, in context: DecodingContext,
+                             _ body: (_ field: UInt32, _ position: Int) throws -> Bool) -> Bool {
         context.buffer = record
-        var decided = 0
         do {
-            guard try context.tag(at: 0) == .keyed else { return nil }
+            guard try context.tag(at: 0) == .keyed else { return false }
             var p = 1
             let count = try context.varint(at: &p)
             for _ in 0 ..< count {
                 let field = UInt32(truncatingIfNeeded: try context.varint(at: &p))
-                for condition in conditions where condition.field == field {
-                    scratch.removeAll()
-                    guard try storedKey(context, at: p, as: condition.kind, into: &scratch) else { continue }
-                    if !Self.contains(condition.bounds, scratch.bytes) { return false }
-                    decided += 1
-                }
+                guard try body(field, p) else { return false }
                 p = try context.skip(at: p)
             }
+            return true
         } catch {
-            return nil
+            return false
         }
-        return decided == conditions.count ? true : nil
     }
 
     /// Appends the key of the value at `position` converted to `kind`; false when the stored
     /// type cannot be (exactly) converted.
-    private func storedKey(_ context: DecodingContext, at position: Int, as kind: UInt8, into key: inout Key) throws -> Bool {
+    fileprivate static func storedKey(_ context: DecodingContext, at position: Int, as kind: UInt8, into key: inout Key) throws -> Bool {
         var p = position + 1
         switch (try context.tag(at: position), kind) {
         case (.int, KeyTag.int): key.append(ZigZag.decode(try context.varint(at: &p)))
@@ -128,5 +144,54 @@ struct RecordPrefilter {
             }
             return true
         }
+    }
+}
+
+extension ByteOrder {
+    /// The byte order of `query`'s sort, when every sort key is a declared integer or
+    /// Boolean field and the record bytes decide what the access path leaves to check
+    /// (nothing, when `residual` is false; else every condition, by `prefilter`, with
+    /// nothing opaque); nil otherwise.
+    init?<M: Model>(_ query: Query<M>, residual: Bool, prefilter: RecordPrefilter?, fields: FieldTable, collection: String) {
+        let request = query.planRequest(collection: collection)
+        let decides: (UnsafeRawBufferPointer) -> Bool?
+        if !residual {
+            decides = { _ in true }
+        } else if !request.hasOpaque, let prefilter, prefilter.checksAll {
+            var scratch = Key()
+            decides = { prefilter.decides($0, scratch: &scratch) }
+        } else {
+            return nil
+        }
+        var sortFields: [(id: UInt32, kind: UInt8, descending: Bool)] = []
+        for key in query.sortKeys {
+            guard let path = key.keyPath, let declared = M.schema.description.field(path), let id = fields.id(of: declared.name) else { return nil }
+            switch declared.storedType {
+            case .integer?: sortFields.append((id, KeyTag.int, !key.ascending))
+            case .bool?: sortFields.append((id, KeyTag.falseValue, !key.ascending))
+            default: return nil   // variable-width or unordered encodings: compared after decoding
+            }
+        }
+        guard !sortFields.isEmpty else { return nil }
+        let context = DecodingContext(buffer: UnsafeRawBufferPointer(start: nil, count: 0), fields: fields, collection: collection)
+        var scratch = Key()
+        var values = [[UInt8]?](repeating: nil, count: sortFields.count)
+        self.init(keyLength: sortFields.reduce(0) { $0 + ($1.kind == KeyTag.int ? 9 : 1) }, key: { record, key in
+            for i in values.indices { values[i] = nil }
+            let walked = RecordPrefilter.forEachField(of: record, in: context) { field, position in
+                for (i, sortField) in sortFields.enumerated() where sortField.id == field {
+                    scratch.removeAll()
+                    guard try RecordPrefilter.storedKey(context, at: position, as: sortField.kind, into: &scratch) else { return false }
+                    values[i] = sortField.descending ? scratch.bytes.map { ~$0 } : scratch.bytes
+                }
+                return true
+            }
+            guard walked else { return false }
+            for value in values {
+                guard let value else { return false }
+                key.append(contentsOf: value)
+            }
+            return true
+        }, decides: decides)
     }
 }

@@ -284,7 +284,8 @@ struct CollectionAccess<M: Model> {
                 let widened = WidenedProjection(projection)
                 return { try decode($0, keeping: widened) }
             } ?? decode, admits: prefilter.map { prefilter in { prefilter.admits($0, scratch: &scratch) } }, matches: query.matches,
-            order: order, offset: query.offset, limit: query.limit)
+            order: order, byteOrder: access.plan.keepsTop == nil ? nil : ByteOrder(query, residual: access.plan.residualFilter, prefilter: prefilter, fields: fields, collection: name),
+            offset: query.offset, limit: query.limit)
         try execution.run(access, visit)
     }
 
