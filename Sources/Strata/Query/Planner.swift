@@ -65,7 +65,7 @@ package struct PlannerStatistics {
 
 /// What to read for a query.
 package struct ChosenAccess {
-    package enum Source { case primaryKey, index(String) }
+    package enum Source: Equatable { case primaryKey, index(String) }
     var source: Source?
     /// Ranges (one per point, or one range) over the tree's keys.
     var ranges: [KeyRange]

@@ -76,6 +76,20 @@ struct QueryExecution<Record> {
     /// Visits the records of the access path in its order, decoded, with their primary keys;
     /// records `admits` rejects are skipped undecoded.
     private func candidates(_ access: ChosenAccess, _ visit: (UnsafeRawBufferPointer, Record) throws -> Bool) throws {
+        if access.source == nil || access.source == .primaryKey {
+            // The scans' hot loop, without the extra closure of `records` (measured: 4.5% of
+            // W1 scan.filter's instructions).
+            for range in access.reverse ? access.ranges.reversed() : access.ranges {
+                var more = true
+                try engine.scan(entry.recordsTree, in: range, reverse: access.reverse) { key, value in
+                    if let admits, !admits(value) { return true }
+                    more = try visit(key, try decode(value))
+                    return more
+                }
+                if !more { return }
+            }
+            return
+        }
         try records(access) { key, bytes in
             if let admits, !admits(bytes) { return true }
             return try visit(key, try decode(bytes))

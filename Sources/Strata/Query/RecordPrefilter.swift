@@ -85,6 +85,7 @@ struct RecordPrefilter {
     /// Calls `body` with each top-level field's id and the position of its value, while it
     /// returns true; false when the record is not a keyed container, is malformed, or `body`
     /// stopped or threw.
+    @inline(__always)
     static func forEachField(of record: UnsafeRawBufferPointer, in context: DecodingContext,
                              _ body: (_ field: UInt32, _ position: Int) throws -> Bool) -> Bool {
         context.buffer = record
