@@ -89,6 +89,16 @@ struct QueryPlannerTests {
         }
     }
 
+    @Test("an OR of equalities on one field is an IN: point lookups, on the primary key or an index")
+    func orOfEqualities() throws {
+        try withStorage { s in
+            try check(s, Person.filter(\.id == 7 || \.id == 3 || \.id == 7), { [3, 7].contains($0.id) }, access: .primaryKeyPoints(count: 2), residual: false)
+            try check(s, Person.filter(#Predicate { $0.email == "p4@example.com" || $0.email == "p9@example.com" }), { [4, 9].contains($0.id) },
+                      access: .indexPoints(index: "email", count: 2), residual: false)
+            try check(s, Person.filter(\.id == 3 || \.age == 20), { $0.id == 3 || $0.age == 20 }, access: .fullScan, residual: true)
+        }
+    }
+
     @Test("a sort on an indexed field with a limit walks the index and stops early")
     func indexOrder() throws {
         try withStorage { s in

@@ -9,6 +9,13 @@ indirect enum PlanTerm: @unchecked Sendable {
     case and([PlanTerm])
     case opaque
 
+    /// `a || b`: when both are equality or IN on the same field, the union of their values
+    /// (an IN); anything else is opaque (checked on each record).
+    static func or(_ a: PlanTerm, _ b: PlanTerm) -> PlanTerm {
+        guard case .field(let path, .points(let left)) = a, case .field(let other, .points(let right)) = b, path == other else { return .opaque }
+        return .field(path, .points(left + right.filter { !left.contains($0) }))
+    }
+
     /// The AND-ed field conditions, and whether anything else (OR, NOT, …) remains.
     var conjuncts: (fields: [(AnyKeyPath, FieldBounds)], hasOpaque: Bool) {
         switch self {
@@ -123,7 +130,7 @@ public struct Filter<M>: @unchecked Sendable {
     }
 
     public static func || (a: Filter, b: Filter) -> Filter {
-        Filter(plan: .opaque) { a.evaluate($0) || b.evaluate($0) }
+        Filter(plan: .or(a.plan, b.plan)) { a.evaluate($0) || b.evaluate($0) }
     }
 
     public static prefix func ! (a: Filter) -> Filter {

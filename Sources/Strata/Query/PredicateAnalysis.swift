@@ -3,8 +3,9 @@ import StrataEngine
 
 /// Reads the expression tree of a Foundation `#Predicate` to find conditions the planner
 /// can answer from a B-tree: `==`, `<`, `<=`, `>`, `>=` between a key path of the model and
-/// a constant, `[…].contains(key path)`, `key path.starts(with: "…")`, and `&&` of those.
-/// Everything else (`||`, `!`, arithmetic, captured non-constant values) is left to
+/// a constant, `[…].contains(key path)`, `key path.starts(with: "…")`, `&&` of those, and `||`
+/// of equalities on one field (an IN).
+/// Everything else (other `||`, `!`, arithmetic, captured non-constant values) is left to
 /// evaluation on each record, which always happens: pushdown only narrows what is read.
 enum PredicateAnalysis {
     static func plan<M>(_ predicate: Predicate<M>) -> PlanTerm {
@@ -56,6 +57,12 @@ private func operands(_ lhs: Any, _ rhs: Any) -> (path: AnyKeyPath, value: [UInt
 extension PredicateExpressions.Conjunction: PlannableExpression {
     var planTerm: PlanTerm {
         .and([(lhs as? PlannableExpression)?.planTerm ?? .opaque, (rhs as? PlannableExpression)?.planTerm ?? .opaque])
+    }
+}
+
+extension PredicateExpressions.Disjunction: PlannableExpression {
+    var planTerm: PlanTerm {
+        .or((lhs as? PlannableExpression)?.planTerm ?? .opaque, (rhs as? PlannableExpression)?.planTerm ?? .opaque)
     }
 }
 
