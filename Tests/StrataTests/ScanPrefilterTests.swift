@@ -186,4 +186,30 @@ struct ScanPrefilterTests {
             try storage.close()
         }
     }
+
+    struct Labelled: Model, Equatable {
+        var id: Int64
+        var label: String
+        static let collectionName = "labelled"
+        static let schema = Schema<Labelled>(primaryKey: \.id)
+        static let storedFields: [StoredField<Labelled>] = [.field(\.id), .field(\.label)]
+    }
+
+    @Test("string conditions are checked on the bytes of ASCII text and after decoding other text: the array's answer")
+    func stringConditionsOnBytes() throws {
+        try withFile { path in
+            let storage = try StrataStorage(path: path)
+            let labels = ["urgent", "work", "home", "Zoë", "Zoe", "zoë", "e\u{301}clair", "éclair", "a\u{0}b", "", "urgent-ish", "URGENT"]
+            let all = (0 ..< 600).map { Labelled(id: Int64($0), label: labels[$0 % labels.count]) }
+            try storage.persist(all)
+            for label in labels {
+                #expect(try storage.read(Labelled.filter(\.label == label)) == all.filter { $0.label == label }, "== \(label)")
+                #expect(try storage.count(Labelled.filter(\.label == label)) == all.filter { $0.label == label }.count, "count == \(label)")
+            }
+            #expect(try storage.read(Labelled.filter(.hasPrefix(\.label, "urg"))) == all.filter { $0.label.hasPrefix("urg") })
+            #expect(try storage.count(Labelled.filter(\.label > "work")) == all.filter { $0.label > "work" }.count)
+            #expect(try storage.read(Labelled.filter(.in(\.label, ["home", "éclair"]))) == all.filter { ["home", "éclair"].contains($0.label) })
+            try storage.close()
+        }
+    }
 }

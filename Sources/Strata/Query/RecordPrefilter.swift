@@ -1,6 +1,6 @@
 import StrataEngine
 
-/// Conditions on a record's top-level numeric and Boolean fields, checked on its stored
+/// Conditions on a record's top-level numeric, Boolean and (ASCII) string fields, checked on its stored
 /// bytes before it is decoded: a full scan skips most non-matching records without running
 /// `Decodable`. Only a first pass: a record it admits is decoded and checked in full, so it
 /// must never reject a match, and admits whenever it is unsure (field absent, stored type
@@ -52,7 +52,7 @@ struct RecordPrefilter {
             }
         }
         guard let tag = keys.first?.first, keys.allSatisfy({ $0.first == tag }) else { return nil }
-        return [KeyTag.int, KeyTag.uint, KeyTag.double, KeyTag.falseValue, KeyTag.trueValue].contains(tag) ? tag : nil
+        return [KeyTag.int, KeyTag.uint, KeyTag.double, KeyTag.falseValue, KeyTag.trueValue, KeyTag.string].contains(tag) ? tag : nil
     }
 
     /// False only when a condition is certainly not met. `scratch` is reused across records.
@@ -121,6 +121,12 @@ struct RecordPrefilter {
             key.append(Int64(value))
         case (.double, KeyTag.double): key.append(Double(bitPattern: try context.fixed(UInt64.self, at: p)))
         case (.float, KeyTag.double): key.append(Double(Float(bitPattern: try context.fixed(UInt32.self, at: p))))
+        case (.string, KeyTag.string):
+            // ASCII is its own normalized form, so its key is known without building the
+            // String's normalization; other text is left to decoding.
+            let (bytes, _) = try context.lengthPrefixed(at: position + 1)
+            guard DecodingContext.isASCII(bytes) else { return false }
+            key.append(String(decoding: bytes, as: UTF8.self))
         case (.bool, KeyTag.falseValue), (.bool, KeyTag.trueValue):
             guard p < context.buffer.count else { return false }
             key.append(context.buffer[p] != 0)
