@@ -131,6 +131,29 @@ public enum StorageConformance {
                 try expect(counted == want.count, "round \(round), \(label): count \(counted), the array filter \(want.count)")
             }
         },
+        Check(name: "a sorted page (offset, limit) of random filters equals the array's, whatever path answers it") { storage in
+            var rng = ConformanceRandom(seed: 0x50F7)
+            let measures = (1 ... 300).map { ConformanceMeasure.random(id: Int64($0), using: &rng) }
+            try storage.persist(measures)
+            /// By rank, nil first ascending and last descending; ties by id.
+            func ordered(_ a: ConformanceMeasure, _ b: ConformanceMeasure, ascending: Bool) -> Bool {
+                switch (a.rank, b.rank) {
+                case (nil, nil): a.id < b.id
+                case (nil, _): ascending
+                case (_, nil): !ascending
+                case let (x?, y?): x == y ? a.id < b.id : (x < y) == ascending
+                }
+            }
+            for round in 0 ..< 200 {
+                let (label, filter, test) = ConformanceMeasure.randomFilter(using: &rng)
+                let ascending = rng.next() % 2 == 0
+                let offset = Int(rng.next() % 20), limit = Int(rng.next() % 40)
+                let want = measures.filter(test).sorted { ordered($0, $1, ascending: ascending) }.dropFirst(offset).prefix(limit).map(\.id)
+                let query = ConformanceMeasure.filter(filter).sorted(by: \.rank, ascending: ascending).offset(offset).limit(limit)
+                let read = try storage.read(query).map(\.id)
+                try expect(read == Array(want), "round \(round), \(label), rank \(ascending ? "ascending" : "descending"), offset \(offset), limit \(limit): read \(read), want \(Array(want))")
+            }
+        },
         Check(name: "sorting by an optional field puts nil first ascending and last descending, like SQLite and SwiftData") { storage in
             try storage.persist(Fixtures.users)
             /// Nicknames in order, nil first ascending and last descending; ties by id.
