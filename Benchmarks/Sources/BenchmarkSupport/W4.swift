@@ -61,6 +61,9 @@ public struct W4Data: Sendable {
     public static let queries = 100
 
     public let notes: [Note]
+    /// Each notebook's and each tag's notes, newest first: what the answers are read from.
+    private let byNotebook: [Int64: [Note]]
+    private let byTag: [String: [Note]]
 
     public init(count: Int) {
         var random = SplitMix(state: 0x4E07E5)
@@ -75,6 +78,8 @@ public struct W4Data: Sendable {
                         tag: Self.tags[Int(r >> 16 % 5)], priority: Int(r >> 24 % 10), done: (r >> 32) & 1 == 0,
                         due: (r >> 40) % 5 < 2 ? times[i] + Int64(r >> 44 % 1000) * 3_600_000 : nil)
         }
+        byNotebook = Dictionary(grouping: notes, by: \.notebookId).mapValues { $0.sorted(by: Self.newestFirst) }
+        byTag = Dictionary(grouping: notes, by: \.tag).mapValues { $0.sorted(by: Self.newestFirst) }
     }
 
     public func notebook(_ query: Int) -> Int64 { Int64(query * 37) % Self.notebooks }
@@ -85,12 +90,12 @@ public struct W4Data: Sendable {
 
     /// A notebook's newest notes.
     public func expectedNotebookPage(_ query: Int) -> [Int64] {
-        notes.filter { $0.notebookId == notebook(query) }.sorted(by: Self.newestFirst).prefix(Self.notebookPage).map(\.id)
+        (byNotebook[notebook(query)] ?? []).prefix(Self.notebookPage).map(\.id)
     }
 
     /// The newest notes with a tag.
     public func expectedTagPage(_ query: Int) -> [Int64] {
-        notes.filter { $0.tag == tag(query) }.sorted(by: Self.newestFirst).prefix(Self.tagPage).map(\.id)
+        (byTag[tag(query)] ?? []).prefix(Self.tagPage).map(\.id)
     }
 
     /// The highest-priority notes, ties by id.
@@ -105,7 +110,7 @@ public struct W4Data: Sendable {
 
     /// Every page of a notebook's keyset paging, newest first, concatenated.
     public func expectedKeysetPages(_ query: Int) -> [Int64] {
-        notes.filter { $0.notebookId == notebook(query) }.sorted(by: Self.newestFirst).prefix(Self.keysetPage * Self.keysetPages).map(\.id)
+        (byNotebook[notebook(query)] ?? []).prefix(Self.keysetPage * Self.keysetPages).map(\.id)
     }
 }
 
