@@ -1,5 +1,19 @@
 import Foundation
 import StrataEngine
+import Synchronization
+
+/// Type names, computed once per type: `String(describing:)` demangles the type's name on
+/// every call, and a query asks for its collection's name several times.
+enum TypeNames {
+    private static let names = Mutex<[ObjectIdentifier: String]>([:])
+
+    static func name(of type: Any.Type) -> String {
+        if let known = names.withLock({ $0[ObjectIdentifier(type)] }) { return known }
+        let name = String(describing: type)
+        names.withLock { $0[ObjectIdentifier(type)] = name }
+        return name
+    }
+}
 
 /// A value type stored in a collection: `Codable`, `Sendable`, with a schema naming its
 /// primary key and indexes.
@@ -34,7 +48,7 @@ public protocol Model: Codable, Sendable {
 }
 
 extension Model {
-    public static var collectionName: String { String(describing: Self.self) }
+    public static var collectionName: String { TypeNames.name(of: Self.self) }
     public static var storedFields: [StoredField<Self>] { [] }
 
     /// A query over this model's collection.
