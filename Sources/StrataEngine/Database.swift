@@ -182,6 +182,8 @@ public final class Database: Sendable {
 
         /// Whether new commits became visible.
         public var hasChanges: Bool { sequence != previousSequence }
+
+        static func unchanged(at sequence: UInt64) -> Refresh { Refresh(previousSequence: sequence, sequence: sequence, changedTrees: []) }
     }
 
     /// Makes the commits that other handles — in this process or another — appended since
@@ -205,8 +207,7 @@ public final class Database: Sendable {
     ///   follow a bad one), `.io` when the file is gone or unreadable, `.closed` after `close()`.
     @discardableResult
     public func refresh() throws -> Refresh {
-        let current = try snapshot()
-        guard isReadOnly else { return Refresh(previousSequence: current.sequence, sequence: current.sequence, changedTrees: []) }
+        guard isReadOnly else { return .unchanged(at: try snapshot().sequence) }
         try enterGate()
         defer { gate.leave() }
         let before = try snapshot()
@@ -216,7 +217,7 @@ public final class Database: Sendable {
         }
         if try identity == store.file.identity() {
             let size = try store.file.size()
-            if size == writer.end { return Refresh(previousSequence: before.sequence, sequence: before.sequence, changedTrees: []) }
+            if size == writer.end { return .unchanged(at: before.sequence) }
             if size > writer.end {
                 var state = RecoveredState(
                     store: store, trees: before.trees, sequence: writer.sequence, checkpoint: writer.checkpoint,

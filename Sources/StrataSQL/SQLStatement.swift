@@ -25,7 +25,7 @@ struct SQLStatement {
 package enum SQLNames {
     /// The table every collection's catalog entry is stored in (the same JSON as a Strata
     /// file's `strata.catalog` tree, FORMAT.md section 14).
-    static let catalogTable = "strata_catalog"
+    package static let catalogTable = "strata_catalog"
     /// The primary key's key encoding (`Key`): rows compare in the order of the Strata file.
     static let keyColumn = "strata_key"
     /// The record's Strata encoding: the truth every read decodes.

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import StrataSQL
 import Synchronization
 
 /// How storages on one SQLite file — in this process or others — tell each other which
@@ -59,7 +60,7 @@ final class SQLiteCommitPoller: Sendable {
                         try Row.fetchAll(db, sql: "SELECT id, storage, collections FROM \(SQLiteCommitLog.table) WHERE id > ? ORDER BY id", arguments: [last])
                     }
                     if let first = rows.first, first["id"] as Int64 > last + 1, last > 0 {
-                        let all = try connection.read { db in try String.fetchAll(db, sql: "SELECT collection FROM strata_catalog") }
+                        let all = try connection.read { db in try String.fetchAll(db, sql: "SELECT collection FROM \(SQLNames.catalogTable)") }
                         handler("", Set(all))
                     }
                     for row in rows {

@@ -32,14 +32,20 @@ struct ProcessCrashTests {
         return (output.trimmingCharacters(in: .whitespacesAndNewlines), follower.process.terminationStatus)
     }
 
-    /// Runs the child to completion and returns its stdout.
-    static func run(_ arguments: [String]) throws -> (output: String, status: Int32) {
+    /// Starts the child with `arguments`, its stdout on the returned pipe.
+    static func start(_ arguments: [String]) throws -> (Process, Pipe) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: childPath)
         process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
+        return (process, pipe)
+    }
+
+    /// Runs the child to completion and returns its stdout.
+    static func run(_ arguments: [String]) throws -> (output: String, status: Int32) {
+        let (process, pipe) = try start(arguments)
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return (String(decoding: data, as: UTF8.self), process.terminationStatus)
@@ -54,12 +60,7 @@ struct ProcessCrashTests {
         var acknowledgedTotal = 0
         var previous = 0
         for cycle in 0 ..< TestScale.crashCycles {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: Self.childPath)
-            process.arguments = ["commit", path]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
+            let (process, pipe) = try Self.start(["commit", path])
             usleep(UInt32.random(in: 20_000 ... 150_000, using: &rng))
             kill(process.processIdentifier, SIGKILL)
             let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -86,12 +87,7 @@ struct ProcessCrashTests {
         let path = directory.file()
         try Database(path: path).write { tx in try tx.createTree("numbers") }
         let follower = try Self.startFollower(path)
-        let committer = Process()
-        committer.executableURL = URL(fileURLWithPath: Self.childPath)
-        committer.arguments = ["commit", path]
-        let committerOutput = Pipe()
-        committer.standardOutput = committerOutput
-        try committer.run()
+        let (committer, committerOutput) = try Self.start(["commit", path])
         // Let the committer acknowledge enough commits to checkpoint several times (it
         // checkpoints every 48 KiB of log), then kill it mid-commit.
         let target = TestScale.value("STRATA_FOLLOW_COMMITS", ci: 1500, stress: 20000)
@@ -159,19 +155,10 @@ struct CompactionRaceTests {
             try tx.createTree("writers")
             for i in 0 ..< 2000 { try tx.put([UInt8](repeating: UInt8(i % 251), count: 100), forKey: Key(-1, i).bytes, in: "writers") }
         }
-        func start(_ arguments: [String]) throws -> (Process, Pipe) {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: ProcessCrashTests.childPath)
-            process.arguments = arguments
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            return (process, pipe)
-        }
         // A reader in a fourth process refreshes throughout, checking each state it sees.
         let follower = try ProcessCrashTests.startFollower(path)
-        let compactor = try start(["compactor", path, seconds])
-        let writers = try (1 ... 3).map { try start(["writer", path, seconds, String($0)]) }
+        let compactor = try ProcessCrashTests.start(["compactor", path, seconds])
+        let writers = try (1 ... 3).map { try ProcessCrashTests.start(["writer", path, seconds, String($0)]) }
         var acknowledged: [(Int, Int)] = []
         for (process, pipe) in writers {
             let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

@@ -38,7 +38,11 @@ struct QueryExecution<Record> {
                 // With a limit only the best `keep` can be results: a bounded heap.
                 var top = BoundedTop(capacity: keep, precedes: precedes)
                 try candidates(access) { key, record in
-                    if try matches(record) { top.offer((Array(key), record)) }
+                    guard try matches(record) else { return true }
+                    // A record after the worst kept one by the sort keys is not kept:
+                    // rejected without copying its key.
+                    if let worst = top.worst, order?(record, worst.1) == .orderedDescending { return true }
+                    top.offer((Array(key), record))
                     return true
                 }
                 found = top.elements

@@ -157,16 +157,14 @@ struct RecordPrefilter {
 extension ByteOrder {
     /// The byte order of `query`'s sort, when every sort key is a declared integer or
     /// Boolean field and the record bytes decide what the access path leaves to check
-    /// (nothing, when `residual` is false; else every condition, by `prefilter`, with
-    /// nothing opaque); nil otherwise.
-    init?<M: Model>(_ query: Query<M>, residual: Bool, prefilter: RecordPrefilter?, fields: FieldTable, collection: String) {
-        let request = query.planRequest(collection: collection)
+    /// (nothing, when `residual` is false; else every condition, by `decider`); nil otherwise.
+    init?<M: Model>(_ query: Query<M>, residual: Bool, decider: RecordPrefilter?, fields: FieldTable, collection: String) {
         let decides: (UnsafeRawBufferPointer) -> Bool?
         if !residual {
             decides = { _ in true }
-        } else if !request.hasOpaque, let prefilter, prefilter.checksAll {
+        } else if let decider {
             var scratch = Key()
-            decides = { prefilter.decides($0, scratch: &scratch) }
+            decides = { decider.decides($0, scratch: &scratch) }
         } else {
             return nil
         }

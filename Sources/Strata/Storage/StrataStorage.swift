@@ -260,31 +260,56 @@ struct CollectionAccess<M: Model> {
         }
     }
 
-    func choose(_ query: Query<M>) throws -> ChosenAccess {
+    func choose(_ query: Query<M>) throws -> ChosenAccess { try choose(query.planRequest(collection: name)) }
+
+    private func choose(_ request: PlanRequest<AnyKeyPath>) throws -> ChosenAccess {
         var candidates = [AccessCandidate<AnyKeyPath>(kind: .primaryKey, fields: M.schema.primaryKey.map(\.keyPath))]
         for index in builtIndexes {
             candidates.append(AccessCandidate(kind: .index(name: index.name, unique: index.isUnique), fields: index.fields.map(\.keyPath)))
         }
-        return try Planner.choose(query.planRequest(collection: name), candidates: candidates,
-                                  statistics: try PlannerStatistics(engine: engine, entry: state.entry))
+        return try Planner.choose(request, candidates: candidates, statistics: try PlannerStatistics(engine: engine, entry: state.entry))
     }
+
+    /// A query planned once: the access chosen and the checks of its conditions on record bytes.
+    struct Planned {
+        let access: ChosenAccess
+        /// What the access leaves to check, checked on record bytes where it can be; nil when
+        /// the access answers every condition or no check can be made on bytes.
+        let prefilter: RecordPrefilter?
+        /// The prefilter, when its decisions are the query's (every condition is checked on
+        /// bytes and nothing opaque remains).
+        let decider: RecordPrefilter?
+    }
+
+    func plan(_ query: Query<M>) throws -> Planned {
+        // The request is built once: it walks the query's filters and predicate trees.
+        let request = query.planRequest(collection: name)
+        let access = try choose(request)
+        let prefilter = access.plan.residualFilter
+            ? RecordPrefilter(request.conditions, of: M.schema.description, fields: fields, collection: name) : nil
+        return Planned(access: access, prefilter: prefilter, decider: !request.hasOpaque && prefilter?.checksAll == true ? prefilter : nil)
+    }
+
+    private var uniqueIndexes: Set<String> { Set(M.schema.indexes.filter(\.isUnique).map(\.name)) }
 
     /// Visits the query's results in order, after offset, up to limit, with their primary
     /// keys (the key buffer is valid only during the call).
-    func execute(_ query: Query<M>, _ visit: (UnsafeRawBufferPointer, M) throws -> Bool) throws {
-        let access = try choose(query)
+    func execute(_ query: Query<M>, planned: Planned? = nil, _ visit: (UnsafeRawBufferPointer, M) throws -> Bool) throws {
+        let planned = try planned ?? plan(query)
+        let access = planned.access
         // Every path checks what conditions it can on the stored bytes before decoding.
         var scratch = Key()
-        let prefilter = access.plan.residualFilter ? self.prefilter(query) : nil
         let projection = query.storedProjection
         let order: ((M, M) -> ComparisonResult)? = query.sortKeys.isEmpty ? nil : { query.compare($0, $1) }
         let execution = QueryExecution<M>(
-            engine: engine, entry: state.entry, uniqueIndexes: Set(M.schema.indexes.filter(\.isUnique).map(\.name)),
+            engine: engine, entry: state.entry, uniqueIndexes: uniqueIndexes,
             decode: projection.map { projection in
                 let widened = WidenedProjection(projection)
                 return { try decode($0, keeping: widened) }
-            } ?? decode, admits: prefilter.map { prefilter in { prefilter.admits($0, scratch: &scratch) } }, matches: query.matches,
-            order: order, byteOrder: access.plan.keepsTop == nil ? nil : ByteOrder(query, residual: access.plan.residualFilter, prefilter: prefilter, fields: fields, collection: name),
+            } ?? decode, admits: planned.prefilter.map { prefilter in { prefilter.admits($0, scratch: &scratch) } }, matches: query.matches,
+            order: order,
+            byteOrder: access.plan.keepsTop == nil ? nil
+                : ByteOrder(query, residual: access.plan.residualFilter, decider: planned.decider, fields: fields, collection: name),
             offset: query.offset, limit: query.limit)
         try execution.run(access, visit)
     }
@@ -295,7 +320,8 @@ struct CollectionAccess<M: Model> {
             return query.limit.map { min($0, total) } ?? total
         }
         let unsorted = Query<M>(query: query, droppingSort: true)
-        let access = try choose(unsorted)
+        let planned = try plan(unsorted)
+        let access = planned.access
         // When the tree ranges answer every condition, count their entries: no record is
         // fetched or decoded.
         if !access.plan.residualFilter {
@@ -314,34 +340,27 @@ struct CollectionAccess<M: Model> {
             let total = max(0, entries - query.offset)
             return query.limit.map { min($0, total) } ?? total
         }
+        var n = 0
         // When the record bytes decide every condition, nothing is decoded: a record is
         // decoded only when its bytes leave a condition unsure.
-        let request = query.planRequest(collection: name)
-        if !request.hasOpaque, let prefilter = prefilter(query), prefilter.checksAll {
+        if let decider = planned.decider {
             var scratch = Key()
             let decodes: (UnsafeRawBufferPointer) throws -> M = decode
             let execution = QueryExecution<Bool>(
-                engine: engine, entry: state.entry, uniqueIndexes: Set(M.schema.indexes.filter(\.isUnique).map(\.name)),
-                decode: { bytes in try prefilter.decides(bytes, scratch: &scratch) ?? query.matches(decodes(bytes)) },
+                engine: engine, entry: state.entry, uniqueIndexes: uniqueIndexes,
+                decode: { bytes in try decider.decides(bytes, scratch: &scratch) ?? query.matches(decodes(bytes)) },
                 admits: nil, matches: { $0 }, order: nil, offset: query.offset, limit: query.limit)
-            var n = 0
             try execution.run(access) { _, _ in
                 n += 1
                 return true
             }
             return n
         }
-        var n = 0
-        try execute(unsorted) { _, _ in
+        try execute(unsorted, planned: planned) { _, _ in
             n += 1
             return true
         }
         return n
-    }
-
-    /// The checks of `query`'s conditions on record bytes, when any can be made.
-    private func prefilter(_ query: Query<M>) -> RecordPrefilter? {
-        RecordPrefilter(query.planRequest(collection: name).conditions, of: M.schema.description, fields: fields, collection: name)
     }
 }
 
