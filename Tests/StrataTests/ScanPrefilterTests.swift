@@ -212,4 +212,52 @@ struct ScanPrefilterTests {
             try storage.close()
         }
     }
+
+    /// Counts its decodings, so a test can tell which records a scan decoded.
+    struct Tagged: Model, Equatable {
+        var id: Int64
+        var tags: [String]
+        var scores: [Int]
+        static let collectionName = "tagged"
+        static let schema = Schema<Tagged>(primaryKey: \.id)
+        static let storedFields: [StoredField<Tagged>] = [.field(\.id), .field(\.tags), .field(\.scores)]
+        nonisolated(unsafe) static var decodings = 0
+
+        init(id: Int64, tags: [String], scores: [Int]) { (self.id, self.tags, self.scores) = (id, tags, scores) }
+
+        enum CodingKeys: CodingKey { case id, tags, scores }
+        init(from decoder: any Decoder) throws {
+            Self.decodings += 1
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            (id, tags, scores) = (try container.decode(Int64.self, forKey: .id), try container.decode([String].self, forKey: .tags),
+                                  try container.decode([Int].self, forKey: .scores))
+        }
+    }
+
+    @Test("an array field holding a value is checked on the bytes: only the records that hold it (or hold non-ASCII text) are decoded")
+    func arrayElementConditionsOnBytes() throws {
+        try withFile { path in
+            let storage = try StrataStorage(path: path)
+            let vocabulary = ["swift", "rust", "go", "zig", "éclair", "swiftly"]
+            func record(_ i: Int) -> Tagged {
+                let tags: [String] = (0 ..< i % 4).map { vocabulary[(i + $0 * 5) % vocabulary.count] }
+                let scores: [Int] = (0 ..< i % 3).map { i * 7 % 50 + $0 }
+                return Tagged(id: Int64(i), tags: tags, scores: scores)
+            }
+            let all = (0 ..< 400).map(record)
+            try storage.persist(all)
+            for tag in vocabulary {
+                Tagged.decodings = 0
+                let expected = all.filter { $0.tags.contains(tag) }
+                #expect(try storage.read(Tagged.filter(.contains(\.tags, tag))) == expected, "contains \(tag)")
+                let unsure = all.filter { !$0.tags.contains(tag) && $0.tags.contains("éclair") }.count
+                #expect(Tagged.decodings == expected.count + unsure, "decoded for \(tag)")
+                #expect(try storage.read(Tagged.filter(#Predicate { $0.tags.contains(tag) })) == expected, "#Predicate contains \(tag)")
+            }
+            #expect(try storage.read(Tagged.filter(.contains(\.scores, 21))) == all.filter { $0.scores.contains(21) })
+            #expect(try storage.count(Tagged.filter(.contains(\.tags, "go") && .contains(\.scores, 8))) == all.filter { $0.tags.contains("go") && $0.scores.contains(8) }.count)
+            #expect(try storage.explain(Tagged.filter(.contains(\.tags, "go"))).access == .fullScan)
+            try storage.close()
+        }
+    }
 }

@@ -1,7 +1,9 @@
 // W1 of ../../../shared/WORKLOAD.md: small user records, the headline workload.
 import Strata
 
-/// W1's record: a user with an `Int64` primary key and five small fields.
+/// W1's record: a user with an `Int64` primary key and five small fields. As a Strata model
+/// it is plain `Codable` (no declared fields, no generated codec): strata-bench's
+/// `strata-typed-codable` row; `FastUser` is the same record as `@StoredModel` writes it.
 public struct User: Model, Equatable {
     public var id: Int64
     public var name: String
@@ -11,10 +13,6 @@ public struct User: Model, Equatable {
     public var createdAt: Int64
 
     public static let schema = Schema<User>(primaryKey: \.id)
-    /// Declared, so scans check conditions on the stored bytes (its coding is hand-written).
-    public static let storedFields: [StoredField<User>] = [
-        .field(\.id), .field(\.name), .field(\.email), .field(\.age), .field(\.score), .field(\.createdAt),
-    ]
 
     public init(id: Int64, name: String, email: String, age: Int, score: Double, createdAt: Int64) {
         (self.id, self.name, self.email, self.age, self.score, self.createdAt) = (id, name, email, age, score, createdAt)
@@ -56,11 +54,10 @@ public struct UserByAge: Model {
 
     public static let collectionName = "User"
     public static let schema = Schema<UserByAge>(primaryKey: \.id, indexes: [.index(\.age)])
-    public static let storedFields: [StoredField<UserByAge>] = [
-        .field(\.id), .field(\.name), .field(\.email), .field(\.age), .field(\.score), .field(\.createdAt),
-    ]
 
-    public var user: User { User(id: id, name: name, email: email, age: age, score: score, createdAt: createdAt) }
+    public init(id: Int64, name: String, email: String, age: Int, score: Double, createdAt: Int64) {
+        (self.id, self.name, self.email, self.age, self.score, self.createdAt) = (id, name, email, age, score, createdAt)
+    }
 }
 
 /// The W1 data set: N users inserted in shuffled order, the lookup order, the updates.
@@ -143,13 +140,44 @@ public struct SplitMix: RandomNumberGenerator, Sendable {
     }
 }
 
-extension UserByAge {
-    public init(_ u: User) { (id, name, email, age, score, createdAt) = (u.id, u.name, u.email, u.age, u.score, u.createdAt) }
+
+/// A typed model of W1's user, so one benchmark runner serves every way of declaring it.
+public protocol W1Row: Model {
+    init(_ user: User)
+    var score: Double { get set }
+    var digest: UInt64 { get }
 }
 
-/// W1's user with the `RecordCodable` fast path: the same fields and bytes as `User`, encoded
-/// and decoded without `Codable`'s containers.
-public struct FastUser: Model, RecordCodable, Equatable {
+extension User: W1Row {
+    public init(_ user: User) { self = user }
+}
+
+extension UserByAge: W1Row {}
+extension FastUser: W1Row {}
+extension FastUserByAge: W1Row {}
+
+/// The six stored fields of the W1 models besides `User`, converted in one place.
+public protocol UserFields {
+    var id: Int64 { get set }
+    var name: String { get set }
+    var email: String { get set }
+    var age: Int { get set }
+    var score: Double { get set }
+    var createdAt: Int64 { get set }
+    init(id: Int64, name: String, email: String, age: Int, score: Double, createdAt: Int64)
+}
+
+extension UserFields {
+    public init(_ u: User) { self.init(id: u.id, name: u.name, email: u.email, age: u.age, score: u.score, createdAt: u.createdAt) }
+    public var user: User { User(id: id, name: name, email: email, age: age, score: score, createdAt: createdAt) }
+    public var digest: UInt64 { user.digest }
+}
+
+extension UserByAge: UserFields {}
+
+/// W1's user as `@StoredModel` generates it (written out, so the benchmark package does not
+/// build swift-syntax): declared fields and the `RecordCodable` codec. The same bytes as `User`.
+public struct FastUser: Model, RecordCodable, Equatable, UserFields {
     public var id: Int64
     public var name: String
     public var email: String
@@ -157,25 +185,57 @@ public struct FastUser: Model, RecordCodable, Equatable {
     public var score: Double
     public var createdAt: Int64
 
+    public static let collectionName = "User"
     public static let schema = Schema<FastUser>(primaryKey: \.id)
+    public static let storedFields: [StoredField<FastUser>] = [
+        .field(\.id), .field(\.name), .field(\.email), .field(\.age), .field(\.score), .field(\.createdAt),
+    ]
 
-    public init(_ u: User) { (id, name, email, age, score, createdAt) = (u.id, u.name, u.email, u.age, u.score, u.createdAt) }
-
-    public func encode(to record: inout RecordWriter) throws {
-        try record.encode(id, forKey: "id")
-        try record.encode(name, forKey: "name")
-        try record.encode(email, forKey: "email")
-        try record.encode(age, forKey: "age")
-        try record.encode(score, forKey: "score")
-        try record.encode(createdAt, forKey: "createdAt")
+    public init(id: Int64, name: String, email: String, age: Int, score: Double, createdAt: Int64) {
+        (self.id, self.name, self.email, self.age, self.score, self.createdAt) = (id, name, email, age, score, createdAt)
     }
 
-    public init(from record: inout RecordReader) throws {
-        id = try record.decode(Int64.self, forKey: "id")
-        name = try record.decode(String.self, forKey: "name")
-        email = try record.decode(String.self, forKey: "email")
-        age = try record.decode(Int.self, forKey: "age")
-        score = try record.decode(Double.self, forKey: "score")
-        createdAt = try record.decode(Int64.self, forKey: "createdAt")
+    public func encode(to record: inout RecordWriter) throws { try encodeUserFields(self, to: &record) }
+    public init(from record: inout RecordReader) throws { self = try decodeUserFields(from: &record) }
+}
+
+/// `FastUser` with the secondary index on `age` that `scan.index` builds.
+public struct FastUserByAge: Model, RecordCodable, UserFields {
+    public var id: Int64
+    public var name: String
+    public var email: String
+    public var age: Int
+    public var score: Double
+    public var createdAt: Int64
+
+    public static let collectionName = "User"
+    public static let schema = Schema<FastUserByAge>(primaryKey: \.id, indexes: [.index(\.age)])
+    public static let storedFields: [StoredField<FastUserByAge>] = [
+        .field(\.id), .field(\.name), .field(\.email), .field(\.age), .field(\.score), .field(\.createdAt),
+    ]
+
+    public init(id: Int64, name: String, email: String, age: Int, score: Double, createdAt: Int64) {
+        (self.id, self.name, self.email, self.age, self.score, self.createdAt) = (id, name, email, age, score, createdAt)
     }
+
+    public func encode(to record: inout RecordWriter) throws { try encodeUserFields(self, to: &record) }
+    public init(from record: inout RecordReader) throws { self = try decodeUserFields(from: &record) }
+}
+
+/// The generated codec's body, shared by the two fast models.
+@inline(__always)
+func encodeUserFields(_ user: some UserFields, to record: inout RecordWriter) throws {
+    try record.encode(user.id, forKey: "id")
+    try record.encode(user.name, forKey: "name")
+    try record.encode(user.email, forKey: "email")
+    try record.encode(user.age, forKey: "age")
+    try record.encode(user.score, forKey: "score")
+    try record.encode(user.createdAt, forKey: "createdAt")
+}
+
+@inline(__always)
+func decodeUserFields<U: UserFields>(from record: inout RecordReader) throws -> U {
+    U(id: try record.decode(Int64.self, forKey: "id"), name: try record.decode(String.self, forKey: "name"),
+      email: try record.decode(String.self, forKey: "email"), age: try record.decode(Int.self, forKey: "age"),
+      score: try record.decode(Double.self, forKey: "score"), createdAt: try record.decode(Int64.self, forKey: "createdAt"))
 }

@@ -84,3 +84,50 @@ public struct W2Data: Sendable {
         return sum
     }
 }
+
+/// A typed model of W2's document, so one benchmark runner serves every way of declaring it.
+public protocol W2Row: Model {
+    init(_ document: Document)
+    var id: Int64 { get }
+    var digest: UInt64 { get }
+    /// The tags property itself (a key path formed through the protocol names the requirement,
+    /// which a model's declared fields do not).
+    static var tagsField: KeyPath<Self, [String]> { get }
+}
+
+extension Document: W2Row {
+    public init(_ document: Document) { self = document }
+    public static var tagsField: KeyPath<Document, [String]> { \.tags }
+}
+
+/// W2's document as `@StoredModel` generates it (declared fields and the `RecordCodable`
+/// codec, written out): the same bytes as `Document`.
+public struct FastDocument: Model, RecordCodable, W2Row {
+    public var id: Int64
+    public var title: String
+    public var body: String
+    public var tags: [String]
+
+    public static let collectionName = "Document"
+    public static let schema = Schema<FastDocument>(primaryKey: \.id)
+    public static let storedFields: [StoredField<FastDocument>] = [.field(\.id), .field(\.title), .field(\.body), .field(\.tags)]
+
+    public init(_ d: Document) { (id, title, body, tags) = (d.id, d.title, d.body, d.tags) }
+
+    public static var tagsField: KeyPath<FastDocument, [String]> { \.tags }
+    public var digest: UInt64 { Document(id: id, title: title, body: body, tags: tags).digest }
+
+    public func encode(to record: inout RecordWriter) throws {
+        try record.encode(id, forKey: "id")
+        try record.encode(title, forKey: "title")
+        try record.encode(body, forKey: "body")
+        try record.encode(tags, forKey: "tags")
+    }
+
+    public init(from record: inout RecordReader) throws {
+        id = try record.decode(Int64.self, forKey: "id")
+        title = try record.decode(String.self, forKey: "title")
+        body = try record.decode(String.self, forKey: "body")
+        tags = try record.decode([String].self, forKey: "tags")
+    }
+}

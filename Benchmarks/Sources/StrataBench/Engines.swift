@@ -43,12 +43,13 @@ protocol W2Engine: AnyObject {
 
 /// The engines strata-bench knows, by their command-line names.
 enum EngineKind: String, CaseIterable, Codable {
-    case strata, strataTyped = "strata-typed", sqlite, grdb, lmdb, leveldb
+    case strata, strataTyped = "strata-typed", strataTypedCodable = "strata-typed-codable", sqlite, grdb, lmdb, leveldb
 
     func makeW1(directory: String) throws -> W1Engine {
         switch self {
         case .strata: try BinaryW1(store: StrataKV(directory: directory))
-        case .strataTyped: try TypedW1(directory: directory)
+        case .strataTyped: try TypedW1<FastUser, FastUserByAge>(directory: directory, age: \.age, indexedAge: \.age)
+        case .strataTypedCodable: try TypedW1<User, UserByAge>(directory: directory, age: \.age, indexedAge: \.age)
         case .sqlite: try SQLiteW1(directory: directory)
         case .grdb: try GRDBW1(directory: directory)
         case .lmdb: try BinaryW1(store: LMDBStore(directory: directory))
@@ -59,7 +60,8 @@ enum EngineKind: String, CaseIterable, Codable {
     func makeW2(directory: String) throws -> W2Engine {
         switch self {
         case .strata: try BinaryW2(store: StrataKV(directory: directory))
-        case .strataTyped: try TypedW2(directory: directory)
+        case .strataTyped: try TypedW2<FastDocument>(directory: directory)
+        case .strataTypedCodable: try TypedW2<Document>(directory: directory)
         case .sqlite: try SQLiteW2(directory: directory)
         case .grdb: try GRDBW2(directory: directory)
         case .lmdb: try BinaryW2(store: LMDBStore(directory: directory))

@@ -42,11 +42,14 @@ struct Report: Codable {
     var command: String
     var results: [Measurement] = []
     var limits: [Limit] = []
+    /// Facts beside the figures (the plans W4's queries ran with, say), one line each.
+    var notes: [String] = []
 
     /// Strata's figure set against a peer's, in the table's ratio section.
     static let comparisons: [(strata: String, peer: String)] = [
         ("strata", "sqlite"), ("strata", "lmdb"), ("strata", "leveldb"),
-        ("strata-typed", "grdb"), ("strata-typed", "sqlite"), ("strata-typed", "memory"),
+        ("strata-typed", "grdb"), ("strata-typed", "sqlite"), ("strata-typed", "strata"), ("strata-typed", "memory"),
+        ("strata-typed-codable", "grdb"),
     ]
 
     func value(_ workload: String, _ op: String, _ engine: String) -> Double? {
@@ -88,6 +91,7 @@ struct Report: Codable {
             out += markdownTable([["limit", "value"]] + limits.map { [$0.name, format($0.value) + " " + $0.unit] })
             out += fractionsOfLimits()
         }
+        if !notes.isEmpty { out += "\n### Notes\n\n" + notes.map { "- " + $0 }.joined(separator: "\n") + "\n" }
         return out
     }
 

@@ -35,39 +35,47 @@ final class TypedDatabase {
     }
 }
 
-final class TypedW1: W1Engine {
+/// W1 through the typed layer. `Row` is the model inserts use before the age index exists,
+/// `Indexed` the same collection declaring it: `FastUser`/`FastUserByAge` (what
+/// `@StoredModel` generates) for strata-typed, `User`/`UserByAge` (plain `Codable`) for
+/// strata-typed-codable.
+final class TypedW1<Row: W1Row, Indexed: W1Row>: W1Engine {
     let database: TypedDatabase
-    /// After `createAgeIndex` writes go through `UserByAge`, whose schema keeps the index.
+    /// After `createAgeIndex` writes go through `Indexed`, whose schema keeps the index.
     private var indexed = false
+    private let age: KeyPath<Row, Int>, indexedAge: KeyPath<Indexed, Int>
 
-    init(directory: String) throws { database = try TypedDatabase(directory: directory) }
+    init(directory: String, age: KeyPath<Row, Int>, indexedAge: KeyPath<Indexed, Int>) throws {
+        database = try TypedDatabase(directory: directory)
+        (self.age, self.indexedAge) = (age, indexedAge)
+    }
 
     func insert(_ users: [User], transactionSize: Int, progress: Progress) throws {
         try database.inTransactions(count: users.count, transactionSize: transactionSize, progress: progress) { writer, i in
-            if indexed { _ = try writer.create(UserByAge(users[i])) } else { _ = try writer.create(users[i]) }
+            if indexed { _ = try writer.create(Indexed(users[i])) } else { _ = try writer.create(Row(users[i])) }
         }
     }
 
     func get(_ ids: [Int64], progress: Progress) throws -> Checksum {
         try database.storage.read { reader in
-            try lookUp(ids, progress: progress) { try reader.read(User.self, primaryKey: $0)?.digest }
+            try lookUp(ids, progress: progress) { try reader.read(Row.self, primaryKey: $0)?.digest }
         }
     }
 
     func scanFilter(ages: ClosedRange<Int>) throws -> Checksum {
-        let query = User.filter(.between(\.age, ages))
+        let query = Row.filter(.between(age, ages))
         return try database.storage.read { reader in
             guard try reader.explain(query).access == .fullScan else { throw BenchError("scan.filter should be a full scan") }
             var sum = Checksum()
-            try reader.forEach(query) { sum.add($0); return true }
+            try reader.forEach(query) { sum.add($0.digest); return true }
             return sum
         }
     }
 
     func createAgeIndex() throws {
         // Declaring the index on the model is all it takes: the first write transaction that
-        // opens the collection through UserByAge builds it from the existing records.
-        let plan = try database.storage.write { try $0.explain(UserByAge.filter(.between(\.age, 30 ... 40))) }
+        // opens the collection through `Indexed` builds it from the existing records.
+        let plan = try database.storage.write { try $0.explain(Indexed.filter(.between(indexedAge, 30 ... 40))) }
         guard plan.access == .indexRange(index: "age") else { throw BenchError("the age index was not built: \(plan)") }
         indexed = true
     }
@@ -75,14 +83,14 @@ final class TypedW1: W1Engine {
     func queryAgeIndex(ages: ClosedRange<Int>) throws -> Checksum {
         try database.storage.read { reader in
             var sum = Checksum()
-            try reader.forEach(UserByAge.filter(.between(\.age, ages))) { sum.add($0.user); return true }
+            try reader.forEach(Indexed.filter(.between(indexedAge, ages))) { sum.add($0.digest); return true }
             return sum
         }
     }
 
     func update(_ updates: [(id: Int64, score: Double)], transactionSize: Int, progress: Progress) throws {
         try database.inTransactions(count: updates.count, transactionSize: transactionSize, progress: progress) { writer, i in
-            guard var user = try writer.read(UserByAge.self, primaryKey: updates[i].id) else { throw BenchError("id \(updates[i].id) not found") }
+            guard var user = try writer.read(Indexed.self, primaryKey: updates[i].id) else { throw BenchError("id \(updates[i].id) not found") }
             user.score = updates[i].score
             _ = try writer.persist(user)
         }
@@ -91,7 +99,7 @@ final class TypedW1: W1Engine {
     func scanAll() throws -> Checksum {
         try database.storage.read { reader in
             var sum = Checksum()
-            try reader.forEach(Query<User>()) { sum.add($0); return true }
+            try reader.forEach(Query<Row>()) { sum.add($0.digest); return true }
             return sum
         }
     }
@@ -101,27 +109,28 @@ final class TypedW1: W1Engine {
     func close() throws { try database.storage.close() }
 }
 
-final class TypedW2: W2Engine {
+/// W2 through the typed layer: `FastDocument` for strata-typed, `Document` for strata-typed-codable.
+final class TypedW2<Row: W2Row>: W2Engine {
     let database: TypedDatabase
 
     init(directory: String) throws { database = try TypedDatabase(directory: directory) }
 
     func insert(_ documents: [Document], transactionSize: Int, progress: Progress) throws {
         try database.inTransactions(count: documents.count, transactionSize: transactionSize, progress: progress) { writer, i in
-            _ = try writer.create(documents[i])
+            _ = try writer.create(Row(documents[i]))
         }
     }
 
     func get(_ ids: [Int64], progress: Progress) throws -> Checksum {
         try database.storage.read { reader in
-            try lookUp(ids, progress: progress) { try reader.read(Document.self, primaryKey: $0)?.digest }
+            try lookUp(ids, progress: progress) { try reader.read(Row.self, primaryKey: $0)?.digest }
         }
     }
 
     func scanFilter(tag: String) throws -> Checksum {
         try database.storage.read { reader in
             var sum = Checksum()
-            try reader.forEach(Document.filter(#Predicate { $0.tags.contains(tag) })) { sum.add(UInt64($0.id)); return true }
+            try reader.forEach(Row.filter(.contains(Row.tagsField, tag))) { sum.add(UInt64($0.id)); return true }
             return sum
         }
     }

@@ -12,7 +12,7 @@ extension EngineKind {
         case .strataTyped: try TypedW4(directory: directory)
         case .grdb: try GRDBW4(directory: directory)
         case .sqlite: try SQLiteW4(directory: directory)
-        case .strata, .lmdb, .leveldb: nil   // key-value stores: no queries to compare
+        case .strata, .strataTypedCodable, .lmdb, .leveldb: nil   // key-value stores: no queries to compare
         }
     }
 }
@@ -27,25 +27,59 @@ final class TypedW4: W4Engine {
     }
 
     func notebookPage(_ notebook: Int64, limit: Int) throws -> [Int64] {
-        try database.storage.read(Note.filter(\.notebookId == notebook).sorted(by: \.createdAt, ascending: false).limit(limit)).map(\.id)
+        try database.storage.read(Self.notebookPage(notebook, limit: limit)).map(\.id)
     }
 
     func tagPage(_ tag: String, limit: Int) throws -> [Int64] {
-        try database.storage.read(Note.filter(\.tag == tag).sorted(by: \.createdAt, ascending: false).limit(limit)).map(\.id)
+        try database.storage.read(Self.tagPage(tag, limit: limit)).map(\.id)
     }
 
     func topPriority(limit: Int) throws -> [Int64] {
-        try database.storage.read(Note.query().sorted(by: \.priority, ascending: false).limit(limit)).map(\.id)
+        try database.storage.read(Self.topPriority(limit: limit)).map(\.id)
     }
 
     func count(done: Bool, priority: Int) throws -> Int {
-        try database.storage.count(Note.filter(\.done == done && \.priority == priority))
+        try database.storage.count(Self.count(done: done, priority: priority))
     }
 
     func keysetPage(_ notebook: Int64, before: Int64?, limit: Int) throws -> [(id: Int64, createdAt: Int64)] {
+        try database.storage.read(Self.keysetPage(notebook, before: before, limit: limit)).map { ($0.id, $0.createdAt) }
+    }
+
+    // The queries, as an app writes them.
+    static func notebookPage(_ notebook: Int64, limit: Int) -> Query<Note> {
+        Note.filter(\.notebookId == notebook).sorted(by: \.createdAt, ascending: false).limit(limit)
+    }
+
+    static func tagPage(_ tag: String, limit: Int) -> Query<Note> {
+        Note.filter(\.tag == tag).sorted(by: \.createdAt, ascending: false).limit(limit)
+    }
+
+    static func topPriority(limit: Int) -> Query<Note> {
+        Note.query().sorted(by: \.priority, ascending: false).limit(limit)
+    }
+
+    static func count(done: Bool, priority: Int) -> Query<Note> {
+        Note.filter(\.done == done && \.priority == priority)
+    }
+
+    static func keysetPage(_ notebook: Int64, before: Int64?, limit: Int) -> Query<Note> {
         var query = Note.filter(\.notebookId == notebook)
         if let before { query = query.filter(\.createdAt < before) }
-        return try database.storage.read(query.sorted(by: \.createdAt, ascending: false).limit(limit)).map { ($0.id, $0.createdAt) }
+        return query.sorted(by: \.createdAt, ascending: false).limit(limit)
+    }
+
+    /// `explain()` of each op's first query, for the report (README's "How queries run").
+    func plans(_ data: W4Data) throws -> [String] {
+        let (done, priority) = data.countFilter(0)
+        let queries: [(String, Query<Note>)] = [
+            ("notebook page, newest first", Self.notebookPage(data.notebook(0), limit: W4Data.notebookPage)),
+            ("first page by tag", Self.tagPage(data.tag(0), limit: W4Data.tagPage)),
+            ("top-50 by priority", Self.topPriority(limit: W4Data.topCount)),
+            ("count by two fields", Self.count(done: done, priority: priority)),
+            ("keyset paging, a next page", Self.keysetPage(data.notebook(0), before: 1_700_000_000_000 + 25_000, limit: W4Data.keysetPage)),
+        ]
+        return try queries.map { op, query in "\(op): `\(try database.storage.explain(query))`" }
     }
 
     func close() throws { try database.storage.close() }
@@ -207,6 +241,7 @@ extension Runner {
             try measure("W4", "insert", name, count: count, unit: "notes/s", alwaysRuns: true) {
                 try engine.insert(data.notes); return nil
             }
+            if let typed = engine as? TypedW4 { report.notes += try typed.plans(data).map { "W4 plan (strata-typed), " + $0 } }
             func check(_ op: String, _ query: Int, _ found: [Int64], _ expected: [Int64]) throws {
                 guard found == expected else { throw BenchError("W4 \(name) \(op) #\(query): \(found.count) ids \(found.prefix(5))…, expected \(expected.count) ids \(expected.prefix(5))…") }
             }

@@ -21,11 +21,30 @@ public enum RecordDecoder {
     }
 
     public static func decode<T: Decodable>(_ type: T.Type, from buffer: UnsafeRawBufferPointer, fields: FieldTable, collection: String) throws -> T {
+        try decode(type, from: buffer, fields: fields, collection: collection, codec: codec(of: type))
+    }
+
+    /// `T`'s `RecordCodable` initializer, reached through a function that returns `T`.
+    typealias Codec<T> = (inout RecordReader) throws -> T
+
+    /// `T`'s own codec when it is `RecordCodable`, else nil (it decodes through `Codable`).
+    /// One dynamic cast: callers that decode many records of one type keep the result.
+    static func codec<T: Decodable>(of type: T.Type) -> Codec<T>? {
+        guard let fast = type as? any RecordCodable.Type else { return nil }
+        func codec<R: RecordCodable>(_: R.Type) -> Codec<T> {
+            // R is T (the cast above found it): reinterpreting the value is a plain copy.
+            { reader in unsafeBitCast(try R(from: &reader), to: T.self) }
+        }
+        return codec(fast)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, from buffer: UnsafeRawBufferPointer, fields: FieldTable, collection: String,
+                                     codec: Codec<T>?) throws -> T {
         let context = DecodingContext(buffer: buffer, fields: fields, collection: collection)
         guard !buffer.isEmpty else { throw context.corrupt("empty record") }
-        if let fast = type as? any RecordCodable.Type {
+        if let codec {
             var reader = try RecordReader(context: context)
-            return try fast.init(from: &reader) as! T
+            return try codec(&reader)
         }
         return try context.decode(type, at: 0, parent: nil, key: nil)
     }

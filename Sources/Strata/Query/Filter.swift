@@ -6,6 +6,9 @@ import StrataEngine
 indirect enum PlanTerm: @unchecked Sendable {
     /// A condition on the field reached by the key path, as bounds on its key encoding.
     case field(AnyKeyPath, FieldBounds)
+    /// Some element of the array field reached by the key path is within the bounds. No tree
+    /// answers it (the planner sees it as opaque); record bytes can.
+    case element(AnyKeyPath, FieldBounds)
     case and([PlanTerm])
     case opaque
 
@@ -20,7 +23,7 @@ indirect enum PlanTerm: @unchecked Sendable {
     var conjuncts: (fields: [(AnyKeyPath, FieldBounds)], hasOpaque: Bool) {
         switch self {
         case .field(let path, let bounds): return ([(path, bounds)], false)
-        case .opaque: return ([], true)
+        case .opaque, .element: return ([], true)
         case .and(let terms):
             var fields: [(AnyKeyPath, FieldBounds)] = []
             var opaque = false
@@ -30,6 +33,15 @@ indirect enum PlanTerm: @unchecked Sendable {
                 opaque = opaque || inner.hasOpaque
             }
             return (fields, opaque)
+        }
+    }
+
+    /// The AND-ed conditions on array elements (which `conjuncts` counts as opaque).
+    var elementConjuncts: [(AnyKeyPath, FieldBounds)] {
+        switch self {
+        case .element(let path, let bounds): return [(path, bounds)]
+        case .field, .opaque: return []
+        case .and(let terms): return terms.flatMap(\.elementConjuncts)
         }
     }
 }
@@ -165,6 +177,16 @@ public struct Filter<M>: @unchecked Sendable {
     /// The string field starts with `prefix`.
     public static func hasPrefix(_ keyPath: KeyPath<M, String>, _ prefix: String) -> Filter {
         Filter(plan: .field(keyPath, .prefix(Key().appendingStringPrefix(prefix)))) { $0[keyPath: keyPath].hasPrefix(prefix) }
+    }
+
+    /// The array field holds `element`. Checked on each record's stored bytes before it is
+    /// decoded (for fields the model declares), so a scan decodes only the records that hold it.
+    ///
+    /// ```swift
+    /// Document.filter(.contains(\.tags, "swift"))
+    /// ```
+    public static func contains<V: KeyComponent & Equatable>(_ keyPath: KeyPath<M, [V]>, _ element: V) -> Filter {
+        Filter(plan: .element(keyPath, .equal(toAnyOf: [Key(element).bytes]))) { $0[keyPath: keyPath].contains(element) }
     }
 
     /// The string field contains `substring`.

@@ -40,8 +40,11 @@ package struct PlanRequest<Field: Hashable> {
     var collection: String
     /// AND-ed conditions on single fields.
     package var conditions: [(Field, FieldBounds)]
-    /// Whether other conditions (OR, NOT, …) must also be checked on each record.
+    /// Whether other conditions (OR, NOT, array elements, …) must also be checked on each record.
     package var hasOpaque: Bool
+    /// AND-ed conditions on array fields' elements (part of `hasOpaque`): no tree answers
+    /// them, record bytes can.
+    package var elementConditions: [(Field, FieldBounds)] = []
     var hasConditions: Bool
     /// Sort keys: the field (nil when not a plain field) and direction.
     var sort: [(field: Field?, ascending: Bool)]

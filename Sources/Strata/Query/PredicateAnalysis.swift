@@ -3,7 +3,8 @@ import StrataEngine
 
 /// Reads the expression tree of a Foundation `#Predicate` to find conditions the planner
 /// can answer from a B-tree: `==`, `<`, `<=`, `>`, `>=` between a key path of the model and
-/// a constant, `[…].contains(key path)`, `key path.starts(with: "…")`, `&&` of those, and `||`
+/// a constant, `[…].contains(key path)`, `key path.contains(constant)` on an array field (checked on
+/// record bytes), `key path.starts(with: "…")`, `&&` of those, and `||`
 /// of equalities on one field (an IN).
 /// Everything else (other `||`, `!`, arithmetic, captured non-constant values) is left to
 /// evaluation on each record, which always happens: pushdown only narrows what is read.
@@ -92,6 +93,10 @@ extension PredicateExpressions.Comparison: PlannableExpression {
 
 extension PredicateExpressions.SequenceContains: PlannableExpression {
     var planTerm: PlanTerm {
+        // `$0.tags.contains("swift")`: an array field holding a constant.
+        if let path = (sequence as? KeyPathOperand)?.modelKeyPath, let value = (element as? ValueOperand)?.constant as? KeyComponent {
+            return .element(path, .equal(toAnyOf: [Key(value).bytes]))
+        }
         guard let path = (element as? KeyPathOperand)?.modelKeyPath,
               let values = (sequence as? ValueOperand)?.constant as? any Sequence
         else { return .opaque }

@@ -153,9 +153,10 @@ public struct Query<M: Model>: Sendable {
 
     /// The query as the planner sees it: fields are key paths.
     package func planRequest(collection: String) -> PlanRequest<AnyKeyPath> {
-        let (conditions, hasOpaque) = planTerm.conjuncts
-        return PlanRequest(collection: collection, conditions: conditions, hasOpaque: hasOpaque, hasConditions: hasConditions,
-                           sort: sortKeys.map { ($0.keyPath, $0.ascending) }, limit: limit, offset: offset)
+        let term = planTerm
+        let (conditions, hasOpaque) = term.conjuncts
+        return PlanRequest(collection: collection, conditions: conditions, hasOpaque: hasOpaque, elementConditions: term.elementConjuncts,
+                           hasConditions: hasConditions, sort: sortKeys.map { ($0.keyPath, $0.ascending) }, limit: limit, offset: offset)
     }
 
     /// Orders `items` by the sort keys applied to their models (stable).

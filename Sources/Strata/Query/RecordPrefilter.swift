@@ -1,6 +1,7 @@
 import StrataEngine
 
-/// Conditions on a record's top-level numeric, Boolean and (ASCII) string fields, checked on its stored
+/// Conditions on a record's top-level numeric, Boolean and (ASCII) string fields, and on the
+/// elements of its top-level arrays of those, checked on its stored
 /// bytes before it is decoded: a full scan skips most non-matching records without running
 /// `Decodable`. Only a first pass: a record it admits is decoded and checked in full, so it
 /// must never reject a match, and admits whenever it is unsure (field absent, stored type
@@ -18,6 +19,8 @@ struct RecordPrefilter {
         let bounds: FieldBounds
         /// The key tag of the bounds: what the stored value must be converted to.
         let kind: UInt8
+        /// Whether the field is an array one of whose elements must be within the bounds.
+        let onElements: Bool
     }
 
     private let conditions: [Condition]
@@ -27,14 +30,18 @@ struct RecordPrefilter {
     let checksAll: Bool
 
     /// Nil when no condition can be checked on the bytes.
-    init?<M>(_ conditions: [(AnyKeyPath, FieldBounds)], of description: ModelDescription<M>, fields: FieldTable, collection: String) {
-        self.conditions = conditions.compactMap { keyPath, bounds in
+    /// `elements` are conditions on array fields, met when one element is within the bounds.
+    init?<M>(_ conditions: [(AnyKeyPath, FieldBounds)], elements: [(AnyKeyPath, FieldBounds)] = [],
+             of description: ModelDescription<M>, fields: FieldTable, collection: String) {
+        func condition(_ keyPath: AnyKeyPath, _ bounds: FieldBounds, onElements: Bool) -> Condition? {
             guard let declared = description.field(keyPath), let field = fields.id(of: declared.name),
                   let kind = Self.kind(of: bounds) else { return nil }
-            return Condition(field: field, bounds: bounds, kind: kind)
+            return Condition(field: field, bounds: bounds, kind: kind, onElements: onElements)
         }
+        self.conditions = conditions.compactMap { condition($0, $1, onElements: false) }
+            + elements.compactMap { condition($0, $1, onElements: true) }
         guard !self.conditions.isEmpty else { return nil }
-        checksAll = self.conditions.count == conditions.count
+        checksAll = self.conditions.count == conditions.count + elements.count
         context = DecodingContext(buffer: UnsafeRawBufferPointer(start: nil, count: 0), fields: fields, collection: collection)
     }
 
@@ -68,9 +75,11 @@ struct RecordPrefilter {
         var decided = 0, rejected = false
         let walked = Self.forEachField(of: record, in: context) { field, position in
             for condition in conditions where condition.field == field {
-                scratch.removeAll()
-                guard try Self.storedKey(context, at: position, as: condition.kind, into: &scratch) else { continue }
-                guard Self.contains(condition.bounds, scratch.bytes) else {
+                let met = condition.onElements
+                    ? try Self.someElement(context, at: position, meets: condition, scratch: &scratch)
+                    : try Self.value(context, at: position, meets: condition, scratch: &scratch)
+                guard let met else { continue }
+                guard met else {
                     rejected = true
                     return false
                 }
@@ -80,6 +89,33 @@ struct RecordPrefilter {
         }
         if rejected { return false }
         return walked && decided == conditions.count ? true : nil
+    }
+
+    /// Whether the value at `position` meets `condition`; nil when its stored type cannot tell.
+    @inline(__always)
+    private static func value(_ context: DecodingContext, at position: Int, meets condition: Condition, scratch: inout Key) throws -> Bool? {
+        scratch.removeAll()
+        guard try storedKey(context, at: position, as: condition.kind, into: &scratch) else { return nil }
+        return contains(condition.bounds, scratch.bytes)
+    }
+
+    /// Whether the array at `position` has an element meeting `condition`: true at the first
+    /// that does, false when every element was checked and none does, nil when the value is
+    /// not an array or an element's stored type cannot tell (non-ASCII text, say).
+    private static func someElement(_ context: DecodingContext, at position: Int, meets condition: Condition, scratch: inout Key) throws -> Bool? {
+        guard try context.tag(at: position) == .unkeyed else { return nil }
+        var p = position + 1
+        let count = try context.varint(at: &p)
+        var unsure = false
+        for _ in 0 ..< count {
+            switch try value(context, at: p, meets: condition, scratch: &scratch) {
+            case true?: return true
+            case nil: unsure = true
+            case false?: break
+            }
+            p = try context.skip(at: p)
+        }
+        return unsure ? nil : false
     }
 
     /// Calls `body` with each top-level field's id and the position of its value, while it

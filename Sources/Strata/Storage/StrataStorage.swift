@@ -57,7 +57,8 @@ public final class StrataStorage: Storage {
 
     public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R {
         let snapshot = try database.snapshot()
-        return try body(StrataReader(storage: self, engine: snapshot, catalogSequence: database.options.readOnly ? snapshot.sequence : nil))
+        return try body(StrataReader(storage: self, engine: snapshot, catalogSequence: database.options.readOnly ? snapshot.sequence : nil,
+                                     accesses: AccessCache()))
     }
 
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
@@ -165,17 +166,21 @@ package struct ModelDecoding<M: Model> {
     /// The collection's field table as `M` reads it: a field `M` declares renamed, not yet
     /// moved in this snapshot, is found under its original name.
     package let fields: FieldTable
+    /// `M`'s own record codec when it is `RecordCodable`, found once here rather than by a
+    /// dynamic cast per record.
+    private let recordCodec: RecordDecoder.Codec<M>?
 
     package init(_ state: CollectionState) {
         collection = state.entry.collection
         let renames = M.schema.description.renames
         fields = renames.isEmpty ? state.fields : state.fields.readingRenamed(renames)
+        recordCodec = RecordDecoder.codec(of: M.self)
     }
 
     var name: String { collection }
 
     package func decode(_ bytes: UnsafeRawBufferPointer) throws -> M {
-        try RecordDecoder.decode(M.self, from: bytes, fields: fields, collection: name)
+        try RecordDecoder.decode(M.self, from: bytes, fields: fields, collection: name, codec: recordCodec)
     }
 
     /// Decodes only the fields the projection keeps. A left-out field the model cannot do
@@ -286,7 +291,7 @@ struct CollectionAccess<M: Model> {
         let request = query.planRequest(collection: name)
         let access = try choose(request)
         let prefilter = access.plan.residualFilter
-            ? RecordPrefilter(request.conditions, of: M.schema.description, fields: fields, collection: name) : nil
+            ? RecordPrefilter(request.conditions, elements: request.elementConditions, of: M.schema.description, fields: fields, collection: name) : nil
         return Planned(access: access, prefilter: prefilter, decider: !request.hasOpaque && prefilter?.checksAll == true ? prefilter : nil)
     }
 
@@ -380,7 +385,9 @@ protocol CollectionReading: StorageReader {
 
 extension CollectionReading {
     func read<M: Model>(_ type: M.Type, primaryKey: some KeyComponent) throws -> M? {
-        try access(type)?.get(Key(primaryKey).bytes)
+        var key = Key()
+        key.append(primaryKey)
+        return try access(type)?.get(key.bytes)
     }
 
     func read<M: Model>(_ query: Query<M>) throws -> [M] {
@@ -412,8 +419,16 @@ struct StrataReader: CollectionReading {
     /// The snapshot's commit sequence on a read-only handle, whose catalog can change
     /// under it when it refreshes; nil on a writable one.
     let catalogSequence: UInt64?
+    /// Each model's access, resolved once per read transaction (nil for a write transaction,
+    /// whose catalog its own writes change).
+    let accesses: AccessCache?
 
     func access<M: Model>(_ type: M.Type) throws -> CollectionAccess<M>? {
+        guard let accesses else { return try makeAccess(type) }
+        return try accesses.access(type) { try makeAccess(type) }
+    }
+
+    private func makeAccess<M: Model>(_ type: M.Type) throws -> CollectionAccess<M>? {
         guard let state = try storage.collection(M.collectionName, in: engine, sequence: catalogSequence) else { return nil }
         return CollectionAccess(engine: engine, state: state)
     }

@@ -32,7 +32,7 @@ final class StrataWriter: CollectionReading, StorageWriter {
 
     func access<M: Model>(_ type: M.Type) throws -> CollectionAccess<M>? {
         if let state = states[M.collectionName] { return CollectionAccess(engine: transaction, state: state) }
-        return try StrataReader(storage: storage, engine: transaction, catalogSequence: nil).access(type)
+        return try StrataReader(storage: storage, engine: transaction, catalogSequence: nil, accesses: nil).access(type)
     }
 
     // MARK: Schema
