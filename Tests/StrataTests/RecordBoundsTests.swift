@@ -29,6 +29,20 @@ struct RecordBoundsTests {
         #expect { try RecordDecoder.decode([Int].self, from: bytes, fields: FieldTable(names: []), collection: "c") } throws: { _ in true }
     }
 
+    @Test("every tag byte reads as its own case, and a byte past the last tag is corrupt")
+    func tagBytes() throws {
+        for tag in RecordTag.allCases {
+            // An array holding one value of `tag`, cut off after its tag byte.
+            let bytes: [UInt8] = [RecordTag.unkeyed.rawValue, 1, tag.rawValue]
+            let value = try? RecordValue.decode(bytes, fields: FieldTable(names: []), collection: "c")
+            if tag == .null { #expect(value == .array([.null])) }
+        }
+        #expect(RecordTag.allCases.map(\.rawValue) == Array(0 ... UInt8(RecordTag.allCases.count - 1)))
+        for byte in UInt8(RecordTag.allCases.count) ... 255 {
+            #expect { try RecordValue.decode([byte], fields: FieldTable(names: []), collection: "c") } throws: { Self.isCorrupt($0) }
+        }
+    }
+
     @Test("fixed-size values cut off at the end of the record are corrupt", arguments: [RecordTag.uuid, .bool, .double, .float, .date])
     func truncatedFixedValues(tag: RecordTag) {
         // An array holding one value of `tag` whose bytes are missing.

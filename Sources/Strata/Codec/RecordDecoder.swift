@@ -67,12 +67,17 @@ final class DecodingContext {
 
     // MARK: Reading primitives
 
+    @inline(__always)
     func tag(at position: Int) throws -> RecordTag {
         guard position < buffer.count else { throw corrupt("value runs past the end") }
-        guard let tag = RecordTag(rawValue: buffer[position]) else { throw corrupt("unknown type tag \(buffer[position]) at byte \(position)") }
-        return tag
+        let byte = buffer[position]
+        guard byte <= RecordTag.referenceDate.rawValue else { throw corrupt("unknown type tag \(byte) at byte \(position)") }
+        // The cases are declared in raw-value order 0...15, so a case's in-memory value is
+        // its raw value: no switch per value read (every field of every scanned record).
+        return unsafeBitCast(byte, to: RecordTag.self)
     }
 
+    @inline(__always)
     func varint(at position: inout Int) throws -> UInt64 {
         var result: UInt64 = 0, shift: UInt64 = 0
         while true {

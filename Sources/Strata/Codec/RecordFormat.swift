@@ -12,7 +12,8 @@ public enum RecordLimits {
 /// Type tags of the binary record format (FORMAT.md, "Records"). A record is one value;
 /// models encode as a keyed value whose field names are interned in the collection's
 /// field table, so names are stored once per collection, not per record.
-public enum RecordTag: UInt8, Sendable, CustomStringConvertible {
+/// Declared in raw-value order with no gaps: `DecodingContext.tag(at:)` relies on it.
+public enum RecordTag: UInt8, Sendable, CustomStringConvertible, CaseIterable {
     case null = 0
     case bool = 1
     case int = 2        // zigzag varint

@@ -1,3 +1,4 @@
+import Foundation
 import StrataEngine
 
 /// Conditions on a record's top-level numeric, Boolean and (ASCII) string fields, and on the
@@ -21,9 +22,35 @@ struct RecordPrefilter {
         let kind: UInt8
         /// Whether the field is an array one of whose elements must be within the bounds.
         let onElements: Bool
+        /// For equality with strings (`==`, `IN`, an array holding one): the strings' UTF-8,
+        /// compared with stored ASCII text as it is, with no key built per value.
+        let strings: [[UInt8]]?
+
+        init(field: UInt32, bounds: FieldBounds, kind: UInt8, onElements: Bool) {
+            (self.field, self.bounds, self.kind, self.onElements) = (field, bounds, kind, onElements)
+            strings = Self.strings(bounds, kind: kind)
+        }
+
+        private static func strings(_ bounds: FieldBounds, kind: UInt8) -> [[UInt8]]? {
+            guard kind == KeyTag.string, case .points(let points) = bounds else { return nil }
+            var strings: [[UInt8]] = []
+            for point in points {
+                guard let elements = try? Key(bytes: point).elements(), elements.count == 1,
+                      case .string(let string) = elements[0] else { return nil }
+                strings.append(Array(string.utf8))
+            }
+            return strings
+        }
     }
 
     private let conditions: [Condition]
+    /// The key a string condition's stored value is converted into, reused across records:
+    /// a prefilter serves one query execution, on one thread.
+    private let scratch = Scratch()
+
+    private final class Scratch {
+        @exclusivity(unchecked) var key = Key()
+    }
     /// Reused for every record of one query's scan (a scan runs on one thread).
     private let context: DecodingContext
     /// Whether every condition it was given is checked here (none was left to decoding).
@@ -62,22 +89,23 @@ struct RecordPrefilter {
         return [KeyTag.int, KeyTag.uint, KeyTag.double, KeyTag.falseValue, KeyTag.trueValue, KeyTag.string].contains(tag) ? tag : nil
     }
 
-    /// False only when a condition is certainly not met. `scratch` is reused across records.
-    func admits(_ record: UnsafeRawBufferPointer, scratch: inout Key) -> Bool {
-        decides(record, scratch: &scratch) != false
+    /// False only when a condition is certainly not met.
+    func admits(_ record: UnsafeRawBufferPointer) -> Bool {
+        decides(record) != false
     }
 
     /// Whether the record meets every condition: true or false when its bytes tell for
     /// each, nil when one is unsure (field absent, another stored type, malformed bytes) —
     /// then decoding must tell. With `checksAll` and no other condition in the query, a
     /// decision is the query's answer (counts need not decode).
-    func decides(_ record: UnsafeRawBufferPointer, scratch: inout Key) -> Bool? {
+    func decides(_ record: UnsafeRawBufferPointer) -> Bool? {
         var decided = 0, rejected = false
+        let context = context, scratch = scratch
         let walked = Self.forEachField(of: record, in: context) { field, position in
-            for condition in conditions where condition.field == field {
-                let met = condition.onElements
-                    ? try Self.someElement(context, at: position, meets: condition, scratch: &scratch)
-                    : try Self.value(context, at: position, meets: condition, scratch: &scratch)
+            for i in conditions.indices where conditions[i].field == field {
+                let met = conditions[i].onElements
+                    ? try Self.someElement(context, at: position, meets: conditions[i], scratch: &scratch.key)
+                    : try Self.value(context, at: position, meets: conditions[i], scratch: &scratch.key)
                 guard let met else { continue }
                 guard met else {
                     rejected = true
@@ -94,9 +122,26 @@ struct RecordPrefilter {
     /// Whether the value at `position` meets `condition`; nil when its stored type cannot tell.
     @inline(__always)
     private static func value(_ context: DecodingContext, at position: Int, meets condition: Condition, scratch: inout Key) throws -> Bool? {
+        if let strings = condition.strings {
+            // ASCII is its own normalized form: equal bytes are equal strings, and other bytes
+            // are other strings. Other text may equal a value in another normalization: unsure.
+            guard try context.tag(at: position) == .string else { return nil }
+            let (bytes, _) = try context.lengthPrefixed(at: position + 1)
+            guard DecodingContext.isASCII(bytes) else { return nil }
+            return strings.contains { $0.withUnsafeBytes { compareBytes(bytes, $0) == 0 } }
+        }
+        if condition.kind != KeyTag.string {
+            // Numbers and Booleans: the key is at most 9 bytes, built on the stack (measured:
+            // building it in `scratch` and comparing arrays was a third of a W1 scan's
+            // instructions per record).
+            return try withUnsafeTemporaryAllocation(byteCount: 9, alignment: 8) { key in
+                guard let length = try fixedWidthKey(context, at: position, as: condition.kind, into: key) else { return nil }
+                return contains(condition.bounds, UnsafeRawBufferPointer(rebasing: key[..<length]))
+            }
+        }
         scratch.removeAll()
         guard try storedKey(context, at: position, as: condition.kind, into: &scratch) else { return nil }
-        return contains(condition.bounds, scratch.bytes)
+        return scratch.bytes.withUnsafeBytes { contains(condition.bounds, $0) }
     }
 
     /// Whether the array at `position` has an element meeting `condition`: true at the first
@@ -171,22 +216,65 @@ struct RecordPrefilter {
         return true
     }
 
-    private static func contains(_ bounds: FieldBounds, _ key: [UInt8]) -> Bool {
+    /// Writes the key of the number or Boolean at `position`, converted to `kind`, into `key`
+    /// (9 bytes: the tag and 8 big-endian bytes, as `Key` encodes them); its length, or nil
+    /// when the stored type cannot be (exactly) converted.
+    @inline(__always)
+    private static func fixedWidthKey(_ context: DecodingContext, at position: Int, as kind: UInt8, into key: UnsafeMutableRawBufferPointer) throws -> Int? {
+        var p = position + 1
+        func write(_ tag: UInt8, _ bits: UInt64) -> Int {
+            key[0] = tag
+            key.storeBytes(of: bits.bigEndian, toByteOffset: 1, as: UInt64.self)
+            return 9
+        }
+        switch (try context.tag(at: position), kind) {
+        case (.int, KeyTag.int): return write(KeyTag.int, UInt64(bitPattern: ZigZag.decode(try context.varint(at: &p))) ^ (1 << 63))
+        case (.uint, KeyTag.uint): return write(KeyTag.uint, try context.varint(at: &p))
+        case (.int, KeyTag.uint):
+            let value = ZigZag.decode(try context.varint(at: &p))
+            return value >= 0 ? write(KeyTag.uint, UInt64(value)) : nil
+        case (.uint, KeyTag.int):
+            let value = try context.varint(at: &p)
+            return value <= UInt64(Int64.max) ? write(KeyTag.int, value ^ (1 << 63)) : nil
+        case (.double, KeyTag.double), (.float, KeyTag.double):
+            // Doubles have one key encoding (NaN, -0.0): let `Key` make it.
+            var scratch = Key()
+            guard try storedKey(context, at: position, as: kind, into: &scratch) else { return nil }
+            scratch.bytes.withUnsafeBytes { key.copyMemory(from: $0) }
+            return scratch.bytes.count
+        case (.bool, KeyTag.falseValue), (.bool, KeyTag.trueValue):
+            guard p < context.buffer.count else { return nil }
+            key[0] = context.buffer[p] != 0 ? KeyTag.trueValue : KeyTag.falseValue
+            return 1
+        default: return nil
+        }
+    }
+
+    private static func contains(_ bounds: FieldBounds, _ key: UnsafeRawBufferPointer) -> Bool {
+        func compare(_ bound: [UInt8]) -> Int { bound.withUnsafeBytes { compareBytes(key, $0) } }
         switch bounds {
-        case .points(let points): return points.contains(key)
+        case .points(let points): return points.contains { compare($0) == 0 }
         case .range(let lower, let upper):
             switch lower {
-            case .included(let k): if key.lexicographicallyPrecedes(k) { return false }
-            case .excluded(let k): if !k.lexicographicallyPrecedes(key) { return false }
+            case .included(let k): if compare(k) < 0 { return false }
+            case .excluded(let k): if compare(k) <= 0 { return false }
             case .unbounded: break
             }
             switch upper {
-            case .included(let k): if k.lexicographicallyPrecedes(key) { return false }
-            case .excluded(let k): if !key.lexicographicallyPrecedes(k) { return false }
+            case .included(let k): if compare(k) > 0 { return false }
+            case .excluded(let k): if compare(k) >= 0 { return false }
             case .unbounded: break
             }
             return true
         }
+    }
+
+    /// memcmp order, shorter first on a tie: `Key`'s order.
+    @inline(__always)
+    private static func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+        let n = min(a.count, b.count)
+        if n > 0, case let c = memcmp(a.baseAddress!, b.baseAddress!, n), c != 0 { return Int(c) }
+        return a.count - b.count
     }
 }
 
@@ -199,8 +287,7 @@ extension ByteOrder {
         if !residual {
             decides = { _ in true }
         } else if let decider {
-            var scratch = Key()
-            decides = { decider.decides($0, scratch: &scratch) }
+            decides = { decider.decides($0) }
         } else {
             return nil
         }

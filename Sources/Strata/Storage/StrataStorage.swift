@@ -233,6 +233,12 @@ package struct ModelDecoding<M: Model> {
 
 }
 
+/// Whether the record just checked on its bytes was accepted by them (see `execute`): set by
+/// the byte check, read by the match check of the same record, on the query's thread.
+private final class AcceptedByBytes {
+    @exclusivity(unchecked) var value = false
+}
+
 /// Query execution shared by read and write transactions.
 struct CollectionAccess<M: Model> {
     let engine: any TreeReading
@@ -303,15 +309,31 @@ struct CollectionAccess<M: Model> {
         let planned = try planned ?? plan(query)
         let access = planned.access
         // Every path checks what conditions it can on the stored bytes before decoding.
-        var scratch = Key()
         let projection = query.storedProjection
         let order: ((M, M) -> ComparisonResult)? = query.sortKeys.isEmpty ? nil : { query.compare($0, $1) }
+        // When the bytes decide every condition, a record they accept is a match: it is not
+        // checked again after decoding (the key-path reads of `matches` cost more than the
+        // byte check). `admits` runs just before the same record is decoded and matched.
+        let admits: ((UnsafeRawBufferPointer) -> Bool)?
+        let matches: (M) throws -> Bool
+        if let decider = planned.decider {
+            let accepted = AcceptedByBytes()
+            admits = { bytes in
+                let decision = decider.decides(bytes)
+                accepted.value = decision == true
+                return decision != false
+            }
+            matches = { accepted.value ? true : try query.matches($0) }
+        } else {
+            admits = planned.prefilter.map { prefilter in { prefilter.admits($0) } }
+            matches = query.matches
+        }
         let execution = QueryExecution<M>(
             engine: engine, entry: state.entry, uniqueIndexes: uniqueIndexes,
             decode: projection.map { projection in
                 let widened = WidenedProjection(projection)
                 return { try decode($0, keeping: widened) }
-            } ?? decode, admits: planned.prefilter.map { prefilter in { prefilter.admits($0, scratch: &scratch) } }, matches: query.matches,
+            } ?? decode, admits: admits, matches: matches,
             order: order,
             byteOrder: access.plan.keepsTop == nil ? nil
                 : ByteOrder(query, residual: access.plan.residualFilter, decider: planned.decider, fields: fields, collection: name),
@@ -349,11 +371,10 @@ struct CollectionAccess<M: Model> {
         // When the record bytes decide every condition, nothing is decoded: a record is
         // decoded only when its bytes leave a condition unsure.
         if let decider = planned.decider {
-            var scratch = Key()
             let decodes: (UnsafeRawBufferPointer) throws -> M = decode
             let execution = QueryExecution<Bool>(
                 engine: engine, entry: state.entry, uniqueIndexes: uniqueIndexes,
-                decode: { bytes in try decider.decides(bytes, scratch: &scratch) ?? query.matches(decodes(bytes)) },
+                decode: { bytes in try decider.decides(bytes) ?? query.matches(decodes(bytes)) },
                 admits: nil, matches: { $0 }, order: nil, offset: query.offset, limit: query.limit)
             try execution.run(access) { _, _ in
                 n += 1
