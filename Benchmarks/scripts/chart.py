@@ -15,8 +15,10 @@ import sys
 COMPARISONS = [("strata", "sqlite", "#4C78A8"), ("strata", "lmdb", "#F58518"), ("strata", "leveldb", "#54A24B"),
                ("strata-typed", "grdb", "#B279A2"), ("strata-typed", "memory", "#9D755D"),
                # The typed layer against SQLite (W1, W2: SQLite C; W3: SQLiteStorage) and PostgreSQL (W3).
-               ("strata-typed", "sqlite", "#72B7B2"), ("strata-typed", "postgres", "#E45756")]
-LOWER_IS_BETTER = {"ms", "bytes"}
+               ("strata-typed", "sqlite", "#72B7B2"), ("strata-typed", "postgres", "#E45756"),
+               # The typed layer against the engine under it, and plain Codable models against GRDB.
+               ("strata-typed", "strata", "#FF9DA6"), ("strata-typed-codable", "grdb", "#BAB0AC")]
+LOWER_IS_BETTER = {"ms", "µs", "bytes", "×"}
 
 
 def ratios(results):

@@ -20,6 +20,13 @@ public struct Key: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     public init() { bytes = [] }
 
+    /// An empty key with room for `capacity` bytes: a one-element key built into it
+    /// allocates once (a number's key is 9 bytes).
+    public init(reservingCapacity capacity: Int) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
     /// A key from raw bytes, e.g. read back from a cursor.
     public init(bytes: [UInt8]) { self.bytes = bytes }
 

@@ -7,9 +7,11 @@ struct Measurement: Codable {
     var engine: String
     var value: Double
     var unit: String
+    /// W1's N, when the run measured several sizes (`--records 100000,1000000`).
+    var records: Int? = nil
 
-    /// For times and sizes a smaller figure is better.
-    var lowerIsBetter: Bool { unit == "ms" || unit == "µs" || unit == "bytes" }
+    /// For times, sizes and amplification a smaller figure is better.
+    var lowerIsBetter: Bool { unit == "ms" || unit == "µs" || unit == "bytes" || unit == "×" }
 }
 
 struct Machine: Codable {
@@ -75,7 +77,7 @@ struct Report: Codable {
             out += markdownTable(figures)
             let pairs = Self.comparisons.filter { engines.contains($0.strata) && engines.contains($0.peer) }
             guard !pairs.isEmpty else { continue }
-            out += "\nRatios, Strata / peer (above 1 is Strata ahead; for ms, µs and bytes below 1 is):\n\n"
+            out += "\nRatios, Strata / peer (above 1 is Strata ahead; for ms, µs, bytes and × below 1 is):\n\n"
             var ratios = [["op"] + pairs.map { "\($0.strata) / \($0.peer)" }]
             for op in ops {
                 let cells = pairs.map { pair -> String in

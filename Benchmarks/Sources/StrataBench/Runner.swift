@@ -30,8 +30,11 @@ final class Runner {
         return path
     }
 
+    /// W1's N while a run of several sizes measures one: stored with each figure.
+    private var scalingRecords: Int?
+
     func record(_ workload: String, _ op: String, _ engine: String, _ value: Double, _ unit: String) {
-        report.results.append(Measurement(workload: workload, op: op, engine: engine, value: value, unit: unit))
+        report.results.append(Measurement(workload: workload, op: op, engine: engine, value: value, unit: unit, records: scalingRecords))
     }
 
     /// Times `body`, records `count / seconds` in `unit`, and checks its checksum. An op
@@ -63,71 +66,92 @@ final class Runner {
 
     // MARK: W1
 
-    func runW1() throws {
-        progress.note("W1: generating \(records) users")
+    /// W1 on N = `records` users, reported under `label` ("W1", or "W1 N=…" when several
+    /// sizes run).
+    func runW1(records: Int, label: String) throws {
+        progress.note("\(label): generating \(records) users")
+        scalingRecords = label == "W1" ? nil : records
+        defer { scalingRecords = nil }
         var data = W1Data(records: records, lookups: records, updates: min(100_000, records), durableCommits: 1_000)
         let inserted = data.usersInInsertOrder
         let expectedGet = data.expectedGet(), expectedFilter = data.expectedAgeFilter()
         data.applyUpdates()
         let expectedAll = data.expectedAll()
 
+        // What the engines are asked to store: W1's binary record and its 8-byte key, the
+        // bytes the key-value engines hold (the denominator of write amplification).
+        let committedBytes = Double(inserted.reduce(0) { total, user in
+            var bytes: [UInt8] = []
+            BinaryUser.encode(user, into: &bytes)
+            return total + bytes.count + 8
+        })
         for kind in engines {
             let name = kind.rawValue
+            ProcessStats.resetPeakResident()
+            let residentBefore = ProcessStats.resident()?.current
             if wants("insert.batch") {
-                let scratch = try engineDirectory("W1", name, "-batch")
+                let scratch = try engineDirectory(label, name, "-batch")
+                let written = ProcessStats.bytesWritten()
                 let engine = try kind.makeW1(directory: scratch)
-                try measure("W1", "insert.batch", name, count: inserted.count, unit: "records/s") {
+                try measure(label, "insert.batch", name, count: inserted.count, unit: "records/s") {
                     try engine.insert(inserted, transactionSize: 1_000, progress: progress); return nil
                 }
                 try engine.close()
+                // Closing waits for background work (LevelDB's compactions) the load caused.
+                if wants("write.amplification"), let written, let after = ProcessStats.bytesWritten() {
+                    record(label, "write.amplification", name, (after - written) / committedBytes, "×")
+                }
                 try FileManager.default.removeItem(atPath: scratch)
             }
-            let path = try engineDirectory("W1", name)
+            let path = try engineDirectory(label, name)
             let engine = try kind.makeW1(directory: path)
-            try measure("W1", "insert.single-tx", name, count: inserted.count, unit: "records/s", alwaysRuns: true) {
+            try measure(label, "insert.single-tx", name, count: inserted.count, unit: "records/s", alwaysRuns: true) {
                 try engine.insert(inserted, transactionSize: inserted.count, progress: progress); return nil
             }
 
-            try measure("W1", "get", name, count: data.lookups.count, unit: "lookups/s", expect: expectedGet) {
+            try measure(label, "get", name, count: data.lookups.count, unit: "lookups/s", expect: expectedGet) {
                 try engine.get(data.lookups, progress: progress)
             }
             for variant in engine.getVariants {
-                try measure("W1", variant.op, name, count: data.lookups.count, unit: "lookups/s", expect: expectedGet) {
+                try measure(label, variant.op, name, count: data.lookups.count, unit: "lookups/s", expect: expectedGet) {
                     try variant.run(data.lookups, progress)
                 }
             }
-            try measure("W1", "scan.filter", name, count: inserted.count, unit: "records/s", expect: expectedFilter) {
+            try measure(label, "scan.filter", name, count: inserted.count, unit: "records/s", expect: expectedFilter) {
                 try engine.scanFilter(ages: W1Data.ageRange)
             }
-            progress.begin("W1 \(name) building the age index")
+            progress.begin("\(label) \(name) building the age index")
             try engine.createAgeIndex()
             progress.end("done")
             let queries = max(1, min(5, 5_000_000 / max(records, 1)))
-            try measure("W1", "scan.index", name, count: queries, unit: "queries/s", expect: expectedFilter) {
+            try measure(label, "scan.index", name, count: queries, unit: "queries/s", expect: expectedFilter) {
                 var last: Checksum?
                 for _ in 0 ..< queries { last = try engine.queryAgeIndex(ages: W1Data.ageRange) }
                 return last
             }
             // update and commit.durable change the data: they always run, so the check after them holds.
-            try measure("W1", "update", name, count: data.updates.count, unit: "updates/s", alwaysRuns: true) {
+            try measure(label, "update", name, count: data.updates.count, unit: "updates/s", alwaysRuns: true) {
                 try engine.update(data.updates, transactionSize: 1_000, progress: progress); return nil
             }
-            try measure("W1", "commit.durable", name, count: data.durableUsers.count, unit: "tx/s", alwaysRuns: true) {
+            try measure(label, "commit.durable", name, count: data.durableUsers.count, unit: "tx/s", alwaysRuns: true) {
                 try engine.insert(data.durableUsers, transactionSize: 1, progress: progress); return nil
             }
 
-            try verify("W1", name, expectedAll) { try engine.scanAll() }
+            try verify(label, name, expectedAll) { try engine.scanAll() }
             if wants("reopen") {
                 try engine.reopen()   // the first reopen may flush; time the next ones
                 var times: [Double] = []
-                progress.begin("W1 \(name) reopen")
+                progress.begin("\(label) \(name) reopen")
                 for _ in 0 ..< 5 { times.append(try time { try engine.reopen() } * 1000) }
                 let median = times.sorted()[times.count / 2]
-                record("W1", "reopen", name, median, "ms")
+                record(label, "reopen", name, median, "ms")
                 progress.end(String(format: "%.3f ms (median of 5 close+open)", median))
-                try verify("W1", name + " after reopen", expectedAll) { try engine.scanAll() }
+                try verify(label, name + " after reopen", expectedAll) { try engine.scanAll() }
             }
-            try recordSizes("W1", name, path: path, compact: { try engine.compact() }, close: { try engine.close() })
+            if wants("memory.peak"), let residentBefore, let peak = ProcessStats.resident()?.peak {
+                record(label, "memory.peak", name, max(0, peak - residentBefore), "bytes")
+            }
+            try recordSizes(label, name, path: path, compact: { try engine.compact() }, close: { try engine.close() })
             if !keep { try FileManager.default.removeItem(atPath: path) }
         }
     }

@@ -22,8 +22,14 @@ struct StrataBench: ParsableCommand {
             0, 1 and 100 observers.
             """)
 
-    @Option(help: "W1's record count N (W2 uses N/10 documents, W3 N/100 dialogs of 50 messages, at most 10,000).")
-    var records = 1_000_000
+    @Option(help: """
+        W1's record count N (W2 uses N/10 documents, W3 N/100 dialogs of 50 messages, at most 10,000). \
+        Several, comma-separated (100000,1000000,10000000), run W1 at each size and the other workloads at the first.
+        """)
+    var records = "1000000"
+
+    /// The sizes `--records` lists.
+    private var sizes: [Int] { list(records).compactMap { Int($0.replacingOccurrences(of: "_", with: "")) } }
 
     @Option(help: "Comma-separated workloads: W1, W2, W3, W4, live.")
     var workloads = "W1,W2,W3,W4,live"
@@ -59,7 +65,10 @@ struct StrataBench: ParsableCommand {
     var followTicks: Int64 = 0
 
     func validate() throws {
-        guard records >= 100 else { throw ValidationError("--records must be at least 100") }
+        let sizes = self.sizes
+        guard !sizes.isEmpty, sizes.count == list(records).count, sizes.allSatisfy({ $0 >= 100 }) else {
+            throw ValidationError("--records takes record counts of at least 100, comma-separated: '\(records)'")
+        }
         for name in list(engines) where EngineKind(rawValue: name) == nil {
             throw ValidationError("unknown engine '\(name)'; known: \(EngineKind.allCases.map(\.rawValue).joined(separator: ", "))")
         }
@@ -75,6 +84,7 @@ struct StrataBench: ParsableCommand {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let progress = Progress(enabled: !quiet)
         let command = "strata-bench " + CommandLine.arguments.dropFirst().joined(separator: " ")
+        let records = sizes[0]
         let runner = Runner(records: records, engines: list(engines).compactMap(EngineKind.init), ops: Set(list(ops)),
                             directory: directory, progress: progress,
                             report: Report(machine: .current(), records: records, command: command))
@@ -84,7 +94,9 @@ struct StrataBench: ParsableCommand {
 
         let selected = list(workloads)
         if !noLimits { runner.report.limits = try Limits.measure(in: directory, scale: min(1, Double(records) / 1_000_000), progress: progress) }
-        if selected.contains("W1") { try runner.runW1() }
+        if selected.contains("W1") {
+            for size in sizes { try runner.runW1(records: size, label: sizes.count == 1 ? "W1" : "W1 N=\(shortCount(size))") }
+        }
         if selected.contains("W2") { try runner.runW2() }
         if selected.contains("W3") { try runner.runW3() }
         if selected.contains("W4") { try runner.runW4() }
@@ -93,6 +105,11 @@ struct StrataBench: ParsableCommand {
         print(runner.report.table())
         if let json { try runner.report.writeJSON(to: json) }
         if keep { progress.note("database files kept in \(directory)") }
+    }
+
+    /// 100000 → "100k", 10000000 → "10M", 1500 → "1500".
+    private func shortCount(_ n: Int) -> String {
+        n % 1_000_000 == 0 ? "\(n / 1_000_000)M" : n % 1_000 == 0 ? "\(n / 1_000)k" : "\(n)"
     }
 
     private func list(_ option: String) -> [String] {

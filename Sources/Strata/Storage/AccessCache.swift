@@ -5,21 +5,31 @@ import Synchronization
 /// its first use in a transaction and reused by every later read: a loop of `read(_:primaryKey:)`
 /// costs a tree lookup and a decode, not a catalog lookup each time.
 final class AccessCache: Sendable {
-    /// One model's access (or its absence), boxed so the table holds one type.
-    private final class Entry<M: Model>: @unchecked Sendable {
-        let access: CollectionAccess<M>?
-        init(_ access: CollectionAccess<M>?) { self.access = access }
+    /// One model's access, boxed so the table holds one type and readers borrow it in place.
+    final class Entry<M: Model>: @unchecked Sendable {
+        let access: CollectionAccess<M>
+        init(_ access: CollectionAccess<M>) { self.access = access }
+
+        /// The record under `key`, read through the access in place (a copy of it costs
+        /// more than the tree lookup, in this unspecialized code).
+        func get(_ key: [UInt8]) throws -> M? { try access.get(key) }
     }
+
+    /// Marks a model whose collection this snapshot does not have.
+    private final class Absent: Sendable {}
+    private static let absent = Absent()
 
     private let entries = Mutex<[ObjectIdentifier: AnyObject]>([:])
 
-    /// `M`'s access, made by `make` on first use.
-    func access<M: Model>(_ type: M.Type, make: () throws -> CollectionAccess<M>?) rethrows -> CollectionAccess<M>? {
+    /// `M`'s entry, made from `make` on first use; nil when the collection does not exist.
+    func entry<M: Model>(_ type: M.Type, make: () throws -> CollectionAccess<M>?) rethrows -> Entry<M>? {
         let id = ObjectIdentifier(type)
-        // Keyed by M's identity, so the entry is an Entry<M>: no dynamic cast needed.
-        if let known = entries.withLock({ $0[id] }) { return unsafeDowncast(known, to: Entry<M>.self).access }
-        let entry = Entry(try make())
-        entries.withLock { $0[id] = entry }
-        return entry.access
+        if let known = entries.withLock({ $0[id] }) {
+            // Keyed by M's identity, so a present entry is an Entry<M>: no dynamic cast needed.
+            return known === Self.absent ? nil : unsafeDowncast(known, to: Entry<M>.self)
+        }
+        let entry = try make().map(Entry.init)
+        entries.withLock { $0[id] = entry ?? Self.absent }
+        return entry
     }
 }

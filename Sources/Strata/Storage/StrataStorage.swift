@@ -246,9 +246,13 @@ struct CollectionAccess<M: Model> {
     /// Decodes the collection's records as `M` reads them.
     let decoding: ModelDecoding<M>
 
+    /// The records tree's name, built once (every get names it).
+    let recordsTree: String
+
     init(engine: any TreeReading, state: CollectionState) {
         (self.engine, self.state) = (engine, state)
         decoding = ModelDecoding(state)
+        recordsTree = state.entry.recordsTree
     }
 
     var name: String { state.entry.collection }
@@ -261,7 +265,7 @@ struct CollectionAccess<M: Model> {
     }
 
     func get(_ key: [UInt8]) throws -> M? {
-        try engine.withValue(key, in: state.entry.recordsTree) { try decode($0) }
+        try engine.withValue(key, in: recordsTree) { try decode($0) }
     }
 
     /// Indexes declared by the model that exist in the file as this transaction sees it.
@@ -402,13 +406,19 @@ extension Query {
 /// only in how they find a collection.
 protocol CollectionReading: StorageReader {
     func access<M: Model>(_ type: M.Type) throws -> CollectionAccess<M>?
+    /// The record stored under `key`, decoded.
+    func get<M: Model>(_ type: M.Type, key: [UInt8]) throws -> M?
 }
 
 extension CollectionReading {
+    func get<M: Model>(_ type: M.Type, key: [UInt8]) throws -> M? {
+        try access(type)?.get(key)
+    }
+
     func read<M: Model>(_ type: M.Type, primaryKey: some KeyComponent) throws -> M? {
-        var key = Key()
+        var key = Key(reservingCapacity: 16)
         key.append(primaryKey)
-        return try access(type)?.get(key.bytes)
+        return try get(type, key: key.bytes)
     }
 
     func read<M: Model>(_ query: Query<M>) throws -> [M] {
@@ -446,7 +456,14 @@ struct StrataReader: CollectionReading {
 
     func access<M: Model>(_ type: M.Type) throws -> CollectionAccess<M>? {
         guard let accesses else { return try makeAccess(type) }
-        return try accesses.access(type) { try makeAccess(type) }
+        return try accesses.entry(type) { try makeAccess(type) }?.access
+    }
+
+    func get<M: Model>(_ type: M.Type, key: [UInt8]) throws -> M? {
+        guard let accesses else { return try makeAccess(type)?.get(key) }
+        // Through the cached entry, not a returned copy of the access: copying it (and its
+        // optional) in this unspecialized code cost more than the tree lookup.
+        return try accesses.entry(type) { try makeAccess(type) }?.get(key)
     }
 
     private func makeAccess<M: Model>(_ type: M.Type) throws -> CollectionAccess<M>? {
