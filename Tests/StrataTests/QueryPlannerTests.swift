@@ -63,6 +63,20 @@ struct QueryPlannerTests {
         }
     }
 
+    @Test("an unsorted query through an index returns its page in primary-key order, residual conditions and offset applied")
+    func unsortedIndexPagesInPrimaryKeyOrder() throws {
+        try withStorage { s in
+            // (With a limit the planner rightly prefers a full scan that stops early here.)
+            let query = Person.filter(.between(\.age, 20 ... 22) && \.score > 3).offset(2)
+            let plan = try s.explain(query)
+            #expect(plan.access == .indexRange(index: "age"), "\(plan)")
+            let expected = people.filter { (20 ... 22).contains($0.age) && $0.score > 3 }.dropFirst(2)
+            #expect(try s.read(query).map(\.id) == expected.map(\.id))
+            #expect(try s.count(Person.filter(.in(\.age, [21, 22, 57]))) == people.filter { [21, 22, 57].contains($0.age) }.count)
+            try check(s, Person.filter(.in(\.age, [57, 21])), { [21, 57].contains($0.age) }, access: .indexPoints(index: "age", count: 2), residual: false)
+        }
+    }
+
     @Test("a composite index serves conditions on its first field")
     func compositeIndex() throws {
         try withStorage { s in

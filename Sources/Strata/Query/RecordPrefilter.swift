@@ -220,7 +220,7 @@ struct RecordPrefilter {
     /// (9 bytes: the tag and 8 big-endian bytes, as `Key` encodes them); its length, or nil
     /// when the stored type cannot be (exactly) converted.
     @inline(__always)
-    private static func fixedWidthKey(_ context: DecodingContext, at position: Int, as kind: UInt8, into key: UnsafeMutableRawBufferPointer) throws -> Int? {
+    static func fixedWidthKey(_ context: DecodingContext, at position: Int, as kind: UInt8, into key: UnsafeMutableRawBufferPointer) throws -> Int? {
         var p = position + 1
         func write(_ tag: UInt8, _ bits: UInt64) -> Int {
             key[0] = tag
@@ -278,6 +278,13 @@ struct RecordPrefilter {
     }
 }
 
+/// Where some fields' values start in the record being read (-1: not seen), reused across
+/// records by one query on one thread.
+private final class FieldPositions {
+    @exclusivity(unchecked) var values: [Int]
+    init(_ count: Int) { values = [Int](repeating: -1, count: count) }
+}
+
 extension ByteOrder {
     /// The byte order of `query`'s sort, when every sort key is a declared integer or
     /// Boolean field and the record bytes decide what the access path leaves to check
@@ -302,22 +309,28 @@ extension ByteOrder {
         }
         guard !sortFields.isEmpty else { return nil }
         let context = DecodingContext(buffer: UnsafeRawBufferPointer(start: nil, count: 0), fields: fields, collection: collection)
-        var scratch = Key()
-        var values = [[UInt8]?](repeating: nil, count: sortFields.count)
-        self.init(keyLength: sortFields.reduce(0) { $0 + ($1.kind == KeyTag.int ? 9 : 1) }, key: { record, key in
-            for i in values.indices { values[i] = nil }
+        // Where each sort field's value starts in the current record (-1: not seen); reused,
+        // so a record's key costs no allocation.
+        // (In a class with unchecked exclusivity: a variable captured by this escaping closure
+        // was checked dynamically at each access, a fifth of a top-k query's instructions.)
+        let positions = FieldPositions(sortFields.count)
+        let keyFields = sortFields   // a constant: the closure reads it without access checks
+        self.init(keyLength: keyFields.reduce(0) { $0 + ($1.kind == KeyTag.int ? 9 : 1) }, key: { record, key in
+            for i in positions.values.indices { positions.values[i] = -1 }
             let walked = RecordPrefilter.forEachField(of: record, in: context) { field, position in
-                for (i, sortField) in sortFields.enumerated() where sortField.id == field {
-                    scratch.removeAll()
-                    guard try RecordPrefilter.storedKey(context, at: position, as: sortField.kind, into: &scratch) else { return false }
-                    values[i] = sortField.descending ? scratch.bytes.map { ~$0 } : scratch.bytes
-                }
+                for i in keyFields.indices where keyFields[i].id == field { positions.values[i] = position }
                 return true
             }
             guard walked else { return false }
-            for value in values {
-                guard let value else { return false }
-                key.append(contentsOf: value)
+            for (sortField, position) in zip(keyFields, positions.values) {
+                guard position >= 0 else { return false }
+                let written = withUnsafeTemporaryAllocation(byteCount: 9, alignment: 8) { buffer -> Bool in
+                    guard let length = try? RecordPrefilter.fixedWidthKey(context, at: position, as: sortField.kind, into: buffer) else { return false }
+                    // Descending keys are inverted: their bytes then compare in reverse.
+                    for byte in buffer[..<length] { key.append(sortField.descending ? ~byte : byte) }
+                    return true
+                }
+                guard written else { return false }
             }
             return true
         }, decides: decides)
