@@ -183,8 +183,14 @@ final class LeafNode: @unchecked Sendable {
     func insert(at index: Int, key: UnsafeRawBufferPointer, value: ValueSlot, limits: NodeLimits) {
         let sizes = Self.entrySizes(keyCount: key.count, value: value, limits: limits)
         let position = index < starts.count ? Int(starts[index]) : storage.count
-        storage.insert(contentsOf: repeatElement(0, count: sizes.memory), at: position)
+        // Grow at the end and move the tail up in one memmove, then write the entry into the
+        // gap. (`insert(contentsOf:at:)` of zeros went through the generic replaceSubrange:
+        // 12% of a W1 load's instructions.)
+        let tail = storage.count - position
+        storage.append(contentsOf: repeatElement(0, count: sizes.memory))
         storage.withUnsafeMutableBytes { raw in
+            // copyMemory is a memmove: the regions may overlap.
+            if tail > 0 { (raw.baseAddress! + position + sizes.memory).copyMemory(from: raw.baseAddress! + position, byteCount: tail) }
             Self.write(key: key, value: value, into: UnsafeMutableRawBufferPointer(rebasing: raw[position ..< position + sizes.memory]))
         }
         starts.insert(UInt32(position), at: index)
