@@ -1,6 +1,8 @@
 // W1 and W2 on an ordered key-value engine with the binary records of BinaryRecords.swift:
 // one implementation for Strata's engine, LMDB and LevelDB, so they differ only in the store.
 import BenchmarkSupport
+import Foundation
+import Synchronization
 
 /// The key spaces the workloads use: records by id, and W1's age index.
 enum KeySpace: Int, CaseIterable {
@@ -69,6 +71,35 @@ final class BinaryW1<Store: KeyValueStore>: W1Engine {
                 try BinaryKey.withKey(id) { key in try reader.withValue(key, in: .records) { BinaryUser.decode(id: id, $0).digest } }
             }
         }
+    }
+
+    /// get from 2 and 4 threads at once, each in its own read transaction over its share of
+    /// the ids: whether reads scale with cores (they should, with no shared lock on the path).
+    var getVariants: [(op: String, run: ([Int64], Progress) throws -> Checksum)] {
+        [2, 4].map { threads in ("get.threads\(threads)", { ids, _ in try self.get(ids, threads: threads) }) }
+    }
+
+    private func get(_ ids: [Int64], threads: Int) throws -> Checksum {
+        nonisolated(unsafe) let store = store   // each thread opens its own read transaction
+        let results = Mutex<[Result<Checksum, any Error>]>([])
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            let share = Array(ids[ids.count * thread / threads ..< ids.count * (thread + 1) / threads])
+            let result = Result {
+                try store.read { reader in
+                    try lookUp(share, progress: Progress(enabled: false)) { id in
+                        try BinaryKey.withKey(id) { key in try reader.withValue(key, in: .records) { BinaryUser.decode(id: id, $0).digest } }
+                    }
+                }
+            }
+            results.withLock { $0.append(result) }
+        }
+        var total = Checksum()
+        for result in results.withLock({ $0 }) {
+            let part = try result.get()
+            total.count += part.count
+            total.sum &+= part.sum
+        }
+        return total
     }
 
     func scanFilter(ages: ClosedRange<Int>) throws -> Checksum {

@@ -27,6 +27,7 @@ enum ProcessStats {
     private static func field(_ name: String, in path: String) -> Double? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8),
               let line = text.split(separator: "\n").first(where: { $0.hasPrefix(name) }) else { return nil }
-        return line.dropFirst(name.count).split(separator: " ").first.flatMap { Double($0) }
+        // "VmHWM:\t  123456 kB": the fields are separated by tabs and spaces.
+        return line.dropFirst(name.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { Double($0) }
     }
 }

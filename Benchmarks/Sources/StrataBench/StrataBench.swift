@@ -13,8 +13,9 @@ struct StrataBench: ParsableCommand {
         discussion: """
             Progress goes to stderr, the table to stdout. Every engine's reads are checked against \
             the data set (counts and a digest of every field read); a mismatch stops the run.
-            Ops: W1 insert.batch, insert.single-tx, get, get.fetchOne (GRDB), scan.filter, scan.index, \
-            update, commit.durable, reopen, size, size.compacted; W2 insert.batch, get, scan.filter, \
+            Ops: W1 insert.batch, write.amplification, insert.single-tx, get, get.fetchOne (GRDB), \
+            get.threads2 and get.threads4 (key-value engines), scan.filter, scan.index, \
+            update, commit.durable, reopen, memory.peak, size, size.compacted; W2 insert.batch, get, scan.filter, \
             size, size.compacted; W3 persist, read all, read pinned by id; W4 (the notes app: strata-typed, GRDB, \
             SQLite) insert, notebook page newest first, first page by tag, top-50 by priority, count by two fields, \
             keyset paging; live: latency in-process and \

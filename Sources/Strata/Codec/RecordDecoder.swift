@@ -131,6 +131,9 @@ final class DecodingContext {
 
     /// The position just past the value starting at `position`; every returned position
     /// lies within the buffer, so callers may read the skipped bytes.
+    ///
+    /// Inlined for scalars (every field a scan steps over); containers go to `skipContainer`.
+    @inline(__always)
     func skip(at position: Int, depth: Int = 0) throws -> Int {
         var p = position + 1
         func fixedEnd(_ size: Int) throws -> Int {
@@ -144,7 +147,19 @@ final class DecodingContext {
         case .double, .date, .referenceDate: return try fixedEnd(8)
         case .float: return try fixedEnd(4)
         case .uuid: return try fixedEnd(16)
-        case .string, .bytes, .url, .decimal: return try lengthPrefixed(at: p).end
+        case .string, .bytes, .url, .decimal:
+            let length = try varint(at: &p)
+            guard length <= UInt64(buffer.count - p) else { throw corrupt("length \(length) runs past the end") }
+            return p + Int(length)
+        case .keyed, .unkeyed, .map: return try skipContainer(at: position, depth: depth)
+        }
+    }
+
+    /// `skip` for a struct, array or map: its elements, recursively.
+    @inline(never)
+    private func skipContainer(at position: Int, depth: Int) throws -> Int {
+        var p = position + 1
+        switch try tag(at: position) {
         case .keyed, .unkeyed, .map:
             try checkDepth(depth + 1)
             let tag = try tag(at: position)
@@ -155,6 +170,7 @@ final class DecodingContext {
                 p = try skip(at: p, depth: depth + 1)
             }
             return p
+        default: return try skip(at: position, depth: depth)
         }
     }
 

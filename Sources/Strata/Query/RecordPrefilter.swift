@@ -101,7 +101,7 @@ struct RecordPrefilter {
     func decides(_ record: UnsafeRawBufferPointer) -> Bool? {
         var decided = 0, rejected = false
         let context = context, scratch = scratch
-        let walked = Self.forEachField(of: record, in: context) { field, position in
+        _ = Self.forEachField(of: record, in: context) { field, position in
             for i in conditions.indices where conditions[i].field == field {
                 let met = conditions[i].onElements
                     ? try Self.someElement(context, at: position, meets: conditions[i], scratch: &scratch.key)
@@ -113,10 +113,12 @@ struct RecordPrefilter {
                 }
                 decided += 1
             }
-            return true
+            // Once every condition is decided the rest of the record is not walked.
+            return decided < conditions.count
         }
         if rejected { return false }
-        return walked && decided == conditions.count ? true : nil
+        // Not all decided: a field absent, of another type, or the record malformed.
+        return decided == conditions.count ? true : nil
     }
 
     /// Whether the value at `position` meets `condition`; nil when its stored type cannot tell.
