@@ -292,7 +292,7 @@ public enum StorageConformance {
 }
 
 /// A failed conformance check.
-public struct ConformanceFailure: Error, CustomStringConvertible {
+public struct ConformanceFailure: Error, DescribedError {
     public let check: String
     public let message: String
     public var description: String { "\(check): \(message)" }

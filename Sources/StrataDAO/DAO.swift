@@ -2,7 +2,7 @@ import Foundation
 import Strata
 
 /// Failures of the DAO layer, naming the plain object involved.
-public enum DAOError: Error, CustomStringConvertible {
+public enum DAOError: Error, DescribedError {
     /// The translator threw while translating the object with this identifier.
     case translationFailed(id: UniqueID, type: String, underlying: any Error)
     /// A record the translator expected (e.g. a dialog's message) is missing.

@@ -2,7 +2,7 @@ import Foundation
 
 /// Every failure the engine reports. Each case carries what a user needs to act on it:
 /// the file, the byte offset of damaged data, the versions involved, the original OS error.
-public enum StrataError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum StrataError: Error, Sendable, Equatable, DescribedError {
     /// The file does not start with the Strata magic bytes.
     case notAStrataFile(path: String)
     /// The file was written by a newer Strata whose format this version cannot read.

@@ -54,7 +54,7 @@ public final class PostgresStorage: SQLStorage, @unchecked Sendable {
 }
 
 /// Errors of `PostgresStorage` itself (the server's own come as postgres-nio's `PSQLError`).
-public enum PostgresStorageError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum PostgresStorageError: Error, Sendable, Equatable, DescribedError {
     case invalidURL(String, reason: String)
     case closed
     /// The server refused a statement, or the connection failed.

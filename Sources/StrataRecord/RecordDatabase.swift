@@ -129,7 +129,7 @@ struct WriterBox: @unchecked Sendable {
     init(_ writer: any StorageWriter) { self.writer = writer }
 }
 
-public enum RecordDatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum RecordDatabaseError: Error, Sendable, Equatable, DescribedError {
     case noDefaultDatabase
     /// `observe()` was called on a fetcher running in a transaction.
     case observationNeedsDatabase

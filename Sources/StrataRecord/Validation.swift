@@ -3,7 +3,7 @@ import Strata
 
 /// One failed validation: which model, which field, and a key naming the rule — a value an
 /// app maps to its own localized message (the article's `ARError`), never prose.
-public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct ValidationError: Error, Sendable, Hashable, DescribedError {
     public var model: String
     public var field: String
     public var key: Key

@@ -1,6 +1,8 @@
+import Strata
+
 /// Why a repository or data source operation failed. Every case names the item (and the
 /// transformer or source involved), so an app can report or recover precisely.
-public enum RepositoryError: Error, Sendable, CustomStringConvertible {
+public enum RepositoryError: Error, Sendable, DescribedError {
     /// No item is stored under `id` (read, update, delete).
     case recordNotFound(id: String)
     /// `create` found an item already stored under `id`; use `update` to replace it.

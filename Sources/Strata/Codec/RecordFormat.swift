@@ -108,7 +108,7 @@ public struct FieldTable: Sendable, Equatable {
 }
 
 /// Failures of the record layer, naming the collection and field involved.
-public enum RecordError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum RecordError: Error, Sendable, Equatable, DescribedError {
     /// A stored field's type differs from the model's: the model changed incompatibly.
     case typeMismatch(collection: String, field: String, stored: String, expected: String)
     /// A field the model needs is absent from the record and has no zero value.

@@ -193,7 +193,7 @@ public struct CollectionInspector {
     }
 }
 
-public struct KeyParseError: Error, CustomStringConvertible {
+public struct KeyParseError: Error, DescribedError {
     public var text: String
     public var reason: String
     public var description: String { "cannot read key '\(text)': \(reason)" }

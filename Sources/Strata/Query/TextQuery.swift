@@ -154,7 +154,7 @@ public indirect enum TextPredicate: Equatable, Sendable {
 }
 
 /// A query that did not parse, with the 1-based column where parsing stopped.
-public struct TextQueryError: Error, Equatable, CustomStringConvertible {
+public struct TextQueryError: Error, Equatable, DescribedError {
     public var message: String
     public var column: Int
     public var description: String { "column \(column): \(message)" }

@@ -5,6 +5,7 @@
 @_exported import protocol StrataEngine.KeyComponent
 @_exported import enum StrataEngine.KeyElement
 @_exported import enum StrataEngine.XXH64
+@_exported import protocol StrataEngine.DescribedError
 
 import StrataEngine
 

@@ -81,7 +81,7 @@ extension Storage {
 }
 
 /// Errors of the typed layer that every backend reports alike.
-public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum StorageError: Error, Sendable, Equatable, DescribedError {
     case duplicateKey(collection: String, key: String)
     case uniqueViolation(collection: String, index: String, value: String)
     /// The model's declared schema conflicts with what the file holds.

@@ -86,7 +86,7 @@ extension StrataStorage {
 }
 
 /// Why an import stopped: the line (counting from 1) and what was wrong with it.
-public struct ImportError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct ImportError: Error, Sendable, Equatable, DescribedError {
     public var line: Int
     public var reason: String
     public var description: String { "line \(line): \(reason); nothing was imported" }

@@ -1,3 +1,4 @@
+import StrataEngine
 import Foundation
 
 /// Copies collections from one `Storage` to another — a Strata file to memory, to another
@@ -96,7 +97,7 @@ public enum StorageTransfer {
 }
 
 /// Why a `StorageTransfer` stopped.
-public enum TransferError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum TransferError: Error, Sendable, Equatable, DescribedError {
     /// The destination already holds records of the collection; copy into an empty one.
     case destinationNotEmpty(collection: String, records: Int)
     /// The destination does not read back what was sent.

@@ -1,3 +1,4 @@
+import StrataEngine
 import Foundation
 
 /// `RecordValue` as JSON that reads back to the same value: what `storedump export` writes
@@ -29,7 +30,7 @@ extension RecordValue {
 }
 
 /// Why typed JSON did not parse: what, and at which byte.
-public struct TypedJSONError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct TypedJSONError: Error, Sendable, Equatable, DescribedError {
     public var offset: Int
     public var reason: String
     public var description: String { "\(reason) at byte \(offset)" }
