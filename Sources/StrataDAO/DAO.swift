@@ -199,6 +199,7 @@ public final class DAO<S: Storage, T: Translator>: Sendable {
 
     // MARK: Transactions
 
+    @discardableResult
     private func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
         do {
             return try storage.write(body)

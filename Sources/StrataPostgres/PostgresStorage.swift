@@ -201,6 +201,7 @@ final class PostgresDatabaseAdapter: SQLDatabase {
         }
     }
 
+    @discardableResult
     func write<R>(_ body: (any SQLConnection) throws -> R) throws -> R {
         try transaction("BEGIN ISOLATION LEVEL READ COMMITTED") { connection in
             try connection.execute("SELECT pg_advisory_xact_lock($1)", [.integer(lockKey)])

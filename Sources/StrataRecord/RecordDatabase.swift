@@ -6,6 +6,7 @@ import Synchronization
 /// operation takes one (`save(on:)`), defaulting to `RecordDatabase.default`.
 public protocol RecordContext: Sendable {
     /// Runs `body` in a write transaction (the context's own, when it is one).
+    @discardableResult
     func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R
     func read<R>(_ body: (any StorageReader) throws -> R) throws -> R
 }
@@ -51,6 +52,7 @@ public final class RecordDatabase: RecordContext {
         return database
     }
 
+    @discardableResult
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
         try checkNotInTransaction()
         return try storage.write(body)
@@ -112,6 +114,7 @@ public final class RecordTransaction: RecordContext {
     /// Ends the transaction without writing anything when the block returns.
     public func rollback() { rolledBack.withLock { $0 = true } }
 
+    @discardableResult
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
         guard let box = writer.withLock({ $0 }) else { throw RecordDatabaseError.transactionEnded }
         return try body(box.writer)

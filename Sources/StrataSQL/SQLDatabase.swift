@@ -58,6 +58,7 @@ public protocol SQLDatabase: Sendable {
     func read<R>(_ body: (any SQLConnection) throws -> R) throws -> R
     /// Runs `body` in a write transaction, one at a time per database: committed when it
     /// returns, rolled back when it throws.
+    @discardableResult
     func write<R>(_ body: (any SQLConnection) throws -> R) throws -> R
     /// Closes the database's connections.
     func close() throws

@@ -48,6 +48,7 @@ open class SQLStorage: Storage, @unchecked Sendable {
         return try database.read { try body(SQLReader(storage: self, connection: $0)) }
     }
 
+    @discardableResult
     public final func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
         try checkNotWriting()
         Thread.current.threadDictionary[writingKey] = true
@@ -122,6 +123,7 @@ extension SQLStorage {
         try await offload { try self.read(body) }
     }
 
+    @discardableResult
     public func write<R: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> R) async throws -> R {
         try await offload { try self.write(body) }
     }

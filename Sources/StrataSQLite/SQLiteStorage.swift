@@ -85,6 +85,7 @@ struct GRDBDatabase: SQLDatabase {
         try writer.read { try body(GRDBConnection(db: $0)) }
     }
 
+    @discardableResult
     func write<R>(_ body: (any SQLConnection) throws -> R) throws -> R {
         try writer.write { try body(GRDBConnection(db: $0)) }
     }

@@ -7,6 +7,11 @@ import Testing
 struct CompileTimeErrorTests {
     /// The compiler's errors for `source`, which imports Strata.
     func errors(compiling source: String) throws -> [String] {
+        try diagnostics(compiling: source, kind: "error")
+    }
+
+    /// The compiler's diagnostics of `kind` ("error", "warning") for `source`.
+    func diagnostics(compiling source: String, kind: String) throws -> [String] {
         let built = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("strata-schema-\(UUID().uuidString).swift")
@@ -22,7 +27,7 @@ struct CompileTimeErrorTests {
         try process.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        return text.split(separator: "\n").filter { $0.contains(": error: ") }.map(String.init)
+        return text.split(separator: "\n").filter { $0.contains(": \(kind): ") }.map(String.init)
     }
 
     @Test("a well-formed schema type-checks (the harness itself works)")
@@ -49,5 +54,18 @@ struct CompileTimeErrorTests {
             struct Post: Model { var id: Int64
                 static let schema = Schema<Post>(indexes: []) }
             """).isEmpty)
+    }
+
+    @Test("a write whose result is not used compiles without a warning, blocking or async")
+    func writeResultIsDiscardable() throws {
+        let warnings = try diagnostics(compiling: """
+            struct Note: Model { var id: Int64; var text: String
+                static let schema = Schema<Note>(primaryKey: \\.id) }
+            func save(_ storage: some Storage) async throws {
+                try storage.write { try $0.persist(Note(id: 1, text: "a")) }
+                try await storage.write { try $0.persist(Note(id: 2, text: "b")) }
+            }
+            """, kind: "warning")
+        #expect(warnings.filter { $0.contains("unused") } == [], "\(warnings)")
     }
 }

@@ -9,6 +9,7 @@ public struct AnyStorage: Storage {
     public init(_ base: any Storage) { self.base = base }
 
     public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R { try base.read(body) }
+    @discardableResult
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R { try base.write(body) }
     public func close() throws { try base.close() }
     public func refresh() throws { try base.refresh() }

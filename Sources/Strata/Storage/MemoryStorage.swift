@@ -24,6 +24,7 @@ public final class MemoryStorage: Storage {
 
     public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R { try storage.read(body) }
 
+    @discardableResult
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R { try storage.write(body) }
 
     public func close() throws { try storage.close() }

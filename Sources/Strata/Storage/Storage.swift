@@ -57,6 +57,7 @@ public protocol Storage: Sendable {
     func read<R>(_ body: (any StorageReader) throws -> R) throws -> R
     /// Runs `body` in a transaction that commits when it returns and rolls back, leaving
     /// nothing behind, when it throws.
+    @discardableResult
     func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R
     /// Releases what the storage holds open (a file, connections); later calls fail.
     /// Storages that hold nothing open need not implement it.
@@ -198,6 +199,7 @@ extension Storage {
         try await offload { try self.read(body) }
     }
 
+    @discardableResult
     public func write<R: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> R) async throws -> R {
         try await offload { try self.write(body) }
     }
@@ -208,6 +210,7 @@ extension StrataStorage {
         try await offload { try self.read(body) }
     }
 
+    @discardableResult
     public func write<R: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> R) async throws -> R {
         try await offload { try self.write(body) }
     }
@@ -218,6 +221,7 @@ extension MemoryStorage {
         try await offload { try self.read(body) }
     }
 
+    @discardableResult
     public func write<R: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> R) async throws -> R {
         try await offload { try self.write(body) }
     }

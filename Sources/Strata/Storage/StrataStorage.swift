@@ -61,6 +61,7 @@ public final class StrataStorage: Storage {
                                      accesses: AccessCache()))
     }
 
+    @discardableResult
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
         try transact { try body($0) }
     }
