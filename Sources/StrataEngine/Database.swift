@@ -39,9 +39,18 @@ public final class Database: Sendable {
     }
 
     public struct Options: Sendable {
+        /// An eighth of physical memory, at least 64 MiB and at most 4 GiB.
+        public static let defaultCacheSize: Int = {
+            let eighth = ProcessInfo.processInfo.physicalMemory / 8
+            return Int(min(max(eighth, 64 << 20), 4 << 30))
+        }()
+
         public var durability: Durability = .full
-        /// The byte budget of the decoded-page cache.
-        public var cacheSize: Int = 64 << 20
+        /// The byte budget of the decoded-page cache. Defaults to `defaultCacheSize`: an
+        /// eighth of the machine's memory, so a tree of a few million records stays decoded
+        /// in memory (a miss costs a read, a checksum and an LZ4 decompression). The budget
+        /// is a ceiling, not an allocation: the cache grows only with the pages read.
+        public var cacheSize: Int = Options.defaultCacheSize
         /// Open without writing or locking; the file must exist.
         public var readOnly = false
         /// Page size for a new file (512 ... 65536, a power of two); an existing file keeps its own.

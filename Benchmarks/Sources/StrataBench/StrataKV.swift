@@ -6,10 +6,10 @@ final class StrataKV: KeyValueStore {
     private let path: String
     private var database: Database
 
+    /// Full durability; the cache at its default (sized from the machine's memory), as an
+    /// app gets it.
     static func options() -> Database.Options {
-        var options = Database.Options(durability: .full)
-        options.cacheSize = 256 << 20
-        return options
+        Database.Options(durability: .full)
     }
 
     init(directory: String) throws {
