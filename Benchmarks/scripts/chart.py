@@ -93,10 +93,15 @@ def svg(report):
     return "\n".join(out)
 
 
-if __name__ == "__main__":
+def main(draw, usage):
+    """Reads the strata-bench JSON named first on the command line and writes `draw(report)` to the second."""
     if len(sys.argv) != 3:
-        sys.exit(__doc__)
+        sys.exit(usage)
     with open(sys.argv[1]) as f:
         report = json.load(f)
     with open(sys.argv[2], "w") as f:
-        f.write(svg(report))
+        f.write(draw(report))
+
+
+if __name__ == "__main__":
+    main(svg, __doc__)

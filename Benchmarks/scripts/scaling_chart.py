@@ -9,9 +9,7 @@ One panel per op; one line per engine; both axes logarithmic. Throughput should 
 N grows (a falling line is an engine slowing down with its data); size, write amplification
 and memory are drawn the same way, lower being better.
 """
-import json
 import math
-import sys
 
 OPS = ["insert.batch", "insert.single-tx", "get", "scan.filter", "scan.index", "update",
        "commit.durable", "size", "write.amplification", "memory.peak"]
@@ -85,9 +83,5 @@ def svg(report):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    with open(sys.argv[1]) as f:
-        report = json.load(f)
-    with open(sys.argv[2], "w") as f:
-        f.write(svg(report))
+    from chart import main  # the ratio chart's script, beside this one
+    main(svg, __doc__)

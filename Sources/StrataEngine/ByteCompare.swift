@@ -7,7 +7,7 @@ import Darwin
 /// Lexicographic comparison of byte strings: negative, zero or positive, as memcmp, with
 /// a shorter string ordered before any longer string it prefixes.
 @inlinable @inline(__always)
-func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+package func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
     let n = min(a.count, b.count)
     if n > 0 {
         let c = memcmp(a.baseAddress!, b.baseAddress!, n)

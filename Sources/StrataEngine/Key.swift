@@ -92,7 +92,9 @@ public struct Key: Hashable, Comparable, Sendable, CustomStringConvertible {
         bytes.append(0)
     }
 
-    static func orderedBits(_ value: Double) -> UInt64 {
+    /// A Double's 8 key bytes (before big-endian): ordered as the values, -0.0 as 0.0, every
+    /// NaN as one NaN above +infinity.
+    package static func orderedBits(_ value: Double) -> UInt64 {
         var v = value
         if v == 0 { v = 0 }  // -0.0 == 0.0
         if v.isNaN { return 0x7FF8_0000_0000_0000 | (1 << 63) }  // one quiet NaN, above +infinity
@@ -145,8 +147,13 @@ extension KeyComponent where Self: RawRepresentable, RawValue: KeyComponent {
 extension Int64: KeyComponent {
     public func appendKey(to key: inout Key) {
         key.appendTag(KeyTag.int)
-        key.appendBigEndian(UInt64(bitPattern: self) ^ (1 << 63))
+        key.appendBigEndian(Key.orderedBits(self))
     }
+}
+
+extension Key {
+    /// An Int64's 8 key bytes (before big-endian): the sign bit flipped, so negatives order first.
+    package static func orderedBits(_ value: Int64) -> UInt64 { UInt64(bitPattern: value) ^ (1 << 63) }
 }
 
 extension Int: KeyComponent { public func appendKey(to key: inout Key) { Int64(self).appendKey(to: &key) } }

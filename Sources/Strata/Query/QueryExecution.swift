@@ -122,11 +122,7 @@ struct QueryExecution<Record> {
         }
         try keyBytes.withUnsafeBytes { all in
             func key(_ span: (start: Int, count: Int)) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: all[span.start ..< span.start + span.count]) }
-            keys.sort { a, b in
-                let (x, y) = (key(a), key(b))
-                let c = memcmp(x.baseAddress!, y.baseAddress!, min(x.count, y.count))
-                return c != 0 ? c < 0 : x.count < y.count
-            }
+            keys.sort { compareBytes(key($0), key($1)) < 0 }
             let recordsTree = entry.recordsTree
             for span in keys {
                 let primaryKey = key(span)

@@ -1,4 +1,3 @@
-import Foundation
 import StrataEngine
 
 /// Conditions on a record's top-level numeric, Boolean and (ASCII) string fields, and on the
@@ -142,7 +141,7 @@ struct RecordPrefilter {
             }
         }
         scratch.removeAll()
-        guard try storedKey(context, at: position, as: condition.kind, into: &scratch) else { return nil }
+        guard try asciiStringKey(context, at: position, into: &scratch) else { return nil }
         return scratch.bytes.withUnsafeBytes { contains(condition.bounds, $0) }
     }
 
@@ -187,34 +186,14 @@ struct RecordPrefilter {
         }
     }
 
-    /// Appends the key of the value at `position` converted to `kind`; false when the stored
-    /// type cannot be (exactly) converted.
-    fileprivate static func storedKey(_ context: DecodingContext, at position: Int, as kind: UInt8, into key: inout Key) throws -> Bool {
-        var p = position + 1
-        switch (try context.tag(at: position), kind) {
-        case (.int, KeyTag.int): key.append(ZigZag.decode(try context.varint(at: &p)))
-        case (.uint, KeyTag.uint): key.append(try context.varint(at: &p))
-        case (.int, KeyTag.uint):
-            let value = ZigZag.decode(try context.varint(at: &p))
-            guard value >= 0 else { return false }
-            key.append(UInt64(value))
-        case (.uint, KeyTag.int):
-            let value = try context.varint(at: &p)
-            guard value <= UInt64(Int64.max) else { return false }
-            key.append(Int64(value))
-        case (.double, KeyTag.double): key.append(Double(bitPattern: try context.fixed(UInt64.self, at: p)))
-        case (.float, KeyTag.double): key.append(Double(Float(bitPattern: try context.fixed(UInt32.self, at: p))))
-        case (.string, KeyTag.string):
-            // ASCII is its own normalized form, so its key is known without building the
-            // String's normalization; other text is left to decoding.
-            let (bytes, _) = try context.lengthPrefixed(at: position + 1)
-            guard DecodingContext.isASCII(bytes) else { return false }
-            key.append(String(decoding: bytes, as: UTF8.self))
-        case (.bool, KeyTag.falseValue), (.bool, KeyTag.trueValue):
-            guard p < context.buffer.count else { return false }
-            key.append(context.buffer[p] != 0)
-        default: return false
-        }
+    /// Appends the key of the string at `position`; false when it is not a string or not
+    /// ASCII. (ASCII is its own normalized form, so its key is known without building the
+    /// String's normalization; other text is left to decoding.)
+    private static func asciiStringKey(_ context: DecodingContext, at position: Int, into key: inout Key) throws -> Bool {
+        guard try context.tag(at: position) == .string else { return false }
+        let (bytes, _) = try context.lengthPrefixed(at: position + 1)
+        guard DecodingContext.isASCII(bytes) else { return false }
+        key.append(String(decoding: bytes, as: UTF8.self))
         return true
     }
 
@@ -230,20 +209,16 @@ struct RecordPrefilter {
             return 9
         }
         switch (try context.tag(at: position), kind) {
-        case (.int, KeyTag.int): return write(KeyTag.int, UInt64(bitPattern: ZigZag.decode(try context.varint(at: &p))) ^ (1 << 63))
+        case (.int, KeyTag.int): return write(KeyTag.int, Key.orderedBits(ZigZag.decode(try context.varint(at: &p))))
         case (.uint, KeyTag.uint): return write(KeyTag.uint, try context.varint(at: &p))
         case (.int, KeyTag.uint):
             let value = ZigZag.decode(try context.varint(at: &p))
             return value >= 0 ? write(KeyTag.uint, UInt64(value)) : nil
         case (.uint, KeyTag.int):
             let value = try context.varint(at: &p)
-            return value <= UInt64(Int64.max) ? write(KeyTag.int, value ^ (1 << 63)) : nil
-        case (.double, KeyTag.double), (.float, KeyTag.double):
-            // Doubles have one key encoding (NaN, -0.0): let `Key` make it.
-            var scratch = Key()
-            guard try storedKey(context, at: position, as: kind, into: &scratch) else { return nil }
-            scratch.bytes.withUnsafeBytes { key.copyMemory(from: $0) }
-            return scratch.bytes.count
+            return value <= UInt64(Int64.max) ? write(KeyTag.int, Key.orderedBits(Int64(value))) : nil
+        case (.double, KeyTag.double): return write(KeyTag.double, Key.orderedBits(Double(bitPattern: try context.fixed(UInt64.self, at: p))))
+        case (.float, KeyTag.double): return write(KeyTag.double, Key.orderedBits(Double(Float(bitPattern: try context.fixed(UInt32.self, at: p)))))
         case (.bool, KeyTag.falseValue), (.bool, KeyTag.trueValue):
             guard p < context.buffer.count else { return nil }
             key[0] = context.buffer[p] != 0 ? KeyTag.trueValue : KeyTag.falseValue
@@ -271,13 +246,6 @@ struct RecordPrefilter {
         }
     }
 
-    /// memcmp order, shorter first on a tie: `Key`'s order.
-    @inline(__always)
-    private static func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
-        let n = min(a.count, b.count)
-        if n > 0, case let c = memcmp(a.baseAddress!, b.baseAddress!, n), c != 0 { return Int(c) }
-        return a.count - b.count
-    }
 }
 
 /// Where some fields' values start in the record being read (-1: not seen), reused across
