@@ -22,6 +22,9 @@ let package = Package(
         .library(name: "StrataRecord", targets: ["StrataRecord"]),
         // The DAO talk's example models, for the demo, tests and benchmarks.
         .library(name: "StrataExamples", targets: ["StrataExamples"]),
+        // Strata Studio, the browser view `storedump serve` starts: the only product that
+        // builds a web server (Hummingbird).
+        .library(name: "StrataStudio", targets: ["StrataStudio"]),
         .executable(name: "strata-demo", targets: ["StrataDemo"]),
         .executable(name: "storedump", targets: ["storedump"]),
     ],
@@ -36,6 +39,9 @@ let package = Package(
         // For StrataPostgres only.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // For StrataStudio only; without its default traits (swift-configuration, full
+        // Foundation), which Studio does not use.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
     ],
     targets: [
         .systemLibrary(
@@ -67,8 +73,12 @@ let package = Package(
         .target(name: "StrataRecord", dependencies: ["Strata"]),
         .target(name: "StrataExamples", dependencies: ["Strata", "StrataDAO"]),
         .executableTarget(name: "StrataDemo", dependencies: ["StrataEngine", "Strata", "StrataDAO", "StrataExamples", "StrataRepository", "StrataRecord", "StrataSQLite", "StrataPostgres"]),
+        .target(name: "StrataStudio", dependencies: [
+            "Strata", "StrataEngine", .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+        ]),
         .executableTarget(name: "storedump", dependencies: [
-            "Strata", "StrataEngine", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "Strata", "StrataEngine", "StrataStudio", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // Child process driven by the crash and locking tests (kill -9, second writer).
         .executableTarget(name: "StrataCrashChild", dependencies: ["StrataEngine"]),
@@ -80,6 +90,7 @@ let package = Package(
         .testTarget(name: "StrataMacrosPluginTests", dependencies: [
             "StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
         ]),
+        .testTarget(name: "StrataStudioTests", dependencies: ["StrataStudio", "Strata", "StrataEngine", "StrataExamples"]),
         .testTarget(name: "StoredumpTests", dependencies: ["storedump", "StrataDemo", "Strata", "StrataEngine", "StrataTestBackends"]),
         .testTarget(name: "StrataDAOTests", dependencies: ["StrataDAO", "Strata", "StrataExamples", "StrataTestBackends"]),
         .testTarget(name: "StrataRepositoryTests", dependencies: ["StrataRepository", "Strata", "StrataEngine", "StrataTestBackends"]),

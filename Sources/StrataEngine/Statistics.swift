@@ -70,6 +70,28 @@ public struct SpaceReport: Sendable, Equatable {
     public var unattributedDeadBytes: UInt64 = 0
 }
 
+/// The JSON of `storedump stats --json` and Studio's `/api/stats`: the report's figures, with
+/// each tree's entry count as `entries` and the computed `deadBytes` included.
+extension SpaceReport: Encodable {
+    private enum CodingKeys: String, CodingKey { case fileSize, liveBytes, deadBytes, unattributedDeadBytes, trees }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(fileSize, forKey: .fileSize)
+        try container.encode(liveBytes, forKey: .liveBytes)
+        try container.encode(deadBytes, forKey: .deadBytes)
+        try container.encode(unattributedDeadBytes, forKey: .unattributedDeadBytes)
+        try container.encode(trees, forKey: .trees)
+    }
+}
+
+extension SpaceReport.Tree: Encodable {
+    // Node counts held in memory and raw out-of-line bytes stay out of the JSON.
+    private enum CodingKeys: String, CodingKey {
+        case name, entryCount = "entries", depth, leafPages, branchPages, storedBytes, rawBytes, fillFactor, overflowValues, overflowStoredBytes, deadBytes
+    }
+}
+
 /// Visits every node of a tree, loading stored pages through the cache.
 enum TreeWalker {
     static func visit(_ ref: NodeRef?, store: PageStore, depth: Int = 1,

@@ -1,4 +1,5 @@
 import Foundation
+import Strata
 
 /// Printing helpers: aligned tables for people, JSON for scripts, errors on stderr.
 enum Output {
@@ -16,10 +17,7 @@ enum Output {
     }
 
     static func json<T: Encodable>(_ value: T) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        encoder.dateEncodingStrategy = .iso8601
-        print(String(decoding: try encoder.encode(value), as: UTF8.self))
+        print(try InspectionJSON.encode(value, pretty: true))
     }
 
     static func error(_ message: String) {

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import Strata
 import StrataEngine
+import StrataStudio
 
 /// `storedump`: look inside a Strata file, verify it, and see where the space goes.
 /// Read-only except `compact`; safe while another process writes (it reads the state as of
@@ -12,7 +14,7 @@ struct StoreDump: ParsableCommand {
         commandName: "storedump",
         abstract: "Inspect, verify and compact Strata database files.",
         discussion: "Every subcommand is read-only except compact. Add --json for machine-readable output.",
-        subcommands: [Info.self, Collections.self, Frames.self, Tree.self, Dump.self, Get.self, Find.self, Verify.self, Stats.self, Compact.self, Export.self, Import.self])
+        subcommands: [Info.self, Collections.self, Frames.self, Tree.self, Dump.self, Get.self, Find.self, Verify.self, Stats.self, Compact.self, Export.self, Import.self, Serve.self])
 
     /// Parses and runs as ArgumentParser does, except that a command-line mistake prints one
     /// line naming it (not the whole help) and exits 2, like every other error storedump
@@ -256,29 +258,11 @@ struct Find: ParsableCommand {
             let collections = try CollectionInspector(snapshot: options.inspector().database.snapshot())
             let (plan, records) = try collections.find(in: collection, where: parsed, sortedBy: sortKeys, limit: limit, offset: offset)
             if explain {
-                if options.json { return try Output.json(PlanReport(plan)) }
+                if options.json { return try Output.json(plan) }
                 return print(plan)
             }
             for record in records { print(record.value.json) }
         }
-    }
-}
-
-struct PlanReport: Encodable {
-    var collection: String
-    var access: String
-    var range: String?
-    var residualFilter: Bool
-    var sortsInMemory: Bool
-    var stopsAfter: Int?
-
-    init(_ plan: QueryPlan) {
-        collection = plan.collection
-        access = "\(plan.access)"
-        range = plan.range
-        residualFilter = plan.residualFilter
-        sortsInMemory = plan.sortsInMemory
-        stopsAfter = plan.stopsAfter
     }
 }
 
@@ -289,40 +273,20 @@ struct Verify: ParsableCommand {
     @OptionGroup var options: FileOptions
     @Flag(help: "Only frame checksums and the commit chain.") var quick = false
 
-    struct Report: Encodable {
-        var clean: Bool
-        var faults: [Inspector.Fault]
-    }
-
     func run() throws {
         var clean = true
         try reporting {
-            let inspector: Inspector
-            do {
-                inspector = try options.inspector()
-            } catch let StrataError.corruption(_, offset, reason) {
-                // Damage that stops the file from opening is itself the finding.
-                let fault = Inspector.Fault(severity: .error, offset: offset, message: reason)
-                clean = false
-                if options.json { return try Output.json(Report(clean: false, faults: [fault])) }
-                print(fault)
-                print("1 fault (the file does not open; see `storedump frames` for the rest)")
-                return
+            if access(options.file, F_OK) != 0, errno == ENOENT { throw StoreDumpError("no such file: \(options.file)") }
+            let report = try VerificationReport.verify(path: options.file, quick: quick) { Output.progress("verifying", $0, $1) }
+            clean = report.clean
+            if options.json { return try Output.json(report) }
+            for fault in report.faults { print(fault) }
+            let errors = report.faults.filter { $0.severity == .error }.count
+            if !report.opens {
+                print("\(errors) fault (the file does not open; see `storedump frames` for the rest)")
+            } else {
+                print(clean ? "clean" + (report.faults.isEmpty ? "" : " (\(report.faults.count) warnings)") : "\(errors) faults")
             }
-            var faults = try inspector.verify(quick: quick) { Output.progress("verifying", $0, $1) }
-            if !quick {
-                do {
-                    faults += try CollectionInspector(snapshot: inspector.database.snapshot()).verifyIndexes()
-                        .map { Inspector.Fault(severity: .error, offset: 0, message: $0) }
-                } catch {
-                    // Faults found so far are reported with the one that stopped the index checks.
-                    faults.append(Inspector.Fault(severity: .error, offset: 0, message: "indexes not checked: \(error)"))
-                }
-            }
-            clean = !faults.contains { $0.severity == .error }
-            if options.json { return try Output.json(Report(clean: clean, faults: faults)) }
-            for fault in faults { print(fault) }
-            print(clean ? "clean" + (faults.isEmpty ? "" : " (\(faults.count) warnings)") : "\(faults.filter { $0.severity == .error }.count) faults")
         }
         if !clean { throw ExitCode(1) }
     }
@@ -335,7 +299,7 @@ struct Stats: ParsableCommand {
     func run() throws {
         try reporting {
             let space = try options.inspector().database.analyzeSpace { Output.progress("analysing", $0, $1) }
-            if options.json { return try Output.json(StatsReport(space)) }
+            if options.json { return try Output.json(space) }
             Output.table(["tree", "entries", "depth", "pages", "stored", "raw", "ratio", "fill", "dead", "out of line"], space.trees.map { t in
                 [t.name, String(t.entryCount), String(t.depth), String(t.leafPages + t.branchPages), Output.bytes(t.storedBytes), Output.bytes(t.rawBytes),
                  t.rawBytes == 0 ? "-" : String(format: "%.2f", Double(t.storedBytes) / Double(t.rawBytes)), String(format: "%.0f%%", t.fillFactor * 100),
@@ -346,40 +310,6 @@ struct Stats: ParsableCommand {
             print("live      \(Output.bytes(space.liveBytes)) (header, latest checkpoint and what it references, log tail)")
             print("dead      \(Output.bytes(space.deadBytes)) (superseded pages and checkpointed log: `storedump compact` reclaims about this much;")
             print("          \(Output.bytes(space.unattributedDeadBytes)) of it belongs to no current tree: old checkpoints, dropped trees)")
-        }
-    }
-}
-
-struct StatsReport: Encodable {
-    var fileSize: UInt64
-    var liveBytes: UInt64
-    var deadBytes: UInt64
-    var unattributedDeadBytes: UInt64
-    var trees: [Tree]
-
-    struct Tree: Encodable {
-        var name: String
-        var entries: Int
-        var depth: Int
-        var leafPages: Int
-        var branchPages: Int
-        var storedBytes: UInt64
-        var rawBytes: UInt64
-        var fillFactor: Double
-        var overflowValues: Int
-        var overflowStoredBytes: UInt64
-        var deadBytes: UInt64
-    }
-
-    init(_ space: SpaceReport) {
-        fileSize = space.fileSize
-        liveBytes = space.liveBytes
-        deadBytes = space.deadBytes
-        unattributedDeadBytes = space.unattributedDeadBytes
-        trees = space.trees.map {
-            Tree(name: $0.name, entries: $0.entryCount, depth: $0.depth, leafPages: $0.leafPages, branchPages: $0.branchPages,
-                 storedBytes: $0.storedBytes, rawBytes: $0.rawBytes, fillFactor: $0.fillFactor, overflowValues: $0.overflowValues,
-                 overflowStoredBytes: $0.overflowStoredBytes, deadBytes: $0.deadBytes)
         }
     }
 }
@@ -471,4 +401,46 @@ struct Import: ParsableCommand {
             }
         }
     }
+}
+
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Strata Studio: browse the file in a web browser (read-only; follows other processes' commits).",
+        discussion: """
+        Serves the page on 127.0.0.1 (this machine only) and prints its URL; Ctrl-C stops it.
+        The file is opened read-only, without the writer's lock: an app keeps writing while
+        you look, and each commit it makes appears on the open page.
+        """)
+    @Argument(help: "The database file.") var file: String
+    @Option(help: "The port to listen on; 0 picks a free one.") var port: Int = 8080
+    @Option(help: "The address to listen on. Anything but a loopback address exposes the file to the network.") var host: String = "127.0.0.1"
+
+    func run() throws {
+        try reporting {
+            if access(file, F_OK) != 0, errno == ENOENT { throw StoreDumpError("no such file: \(file)") }
+            guard (0...65535).contains(port) else { throw StoreDumpError("--port must be from 0 to 65535") }
+            let studio = Studio(path: file)
+            let (file, host, port) = (file, host, port)
+            let outcome = ServeOutcome()
+            let done = DispatchSemaphore(value: 0)
+            Task {
+                do {
+                    try await StudioServer.run(studio, host: host, port: port) { url in
+                        // Flushed at once: scripts and tests read the URL from a pipe.
+                        FileHandle.standardOutput.write(Data("Strata Studio for \(file) at \(url) (read-only; Ctrl-C stops)\n".utf8))
+                    }
+                } catch {
+                    outcome.failure.withLock { $0 = "cannot serve on \(host):\(port): \(error)" }
+                }
+                done.signal()
+            }
+            done.wait()
+            if let failure = outcome.failure.withLock({ $0 }) { throw StoreDumpError(failure) }
+        }
+    }
+}
+
+/// How the server task ended, read by the thread that waited for it.
+final class ServeOutcome: Sendable {
+    let failure = Mutex<String?>(nil)
 }

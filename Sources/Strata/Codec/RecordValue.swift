@@ -176,6 +176,12 @@ public indirect enum RecordValue: Sendable, Equatable {
         return out
     }
 
+    /// Appends what `json` returns to `out`, for writers that embed values in a larger
+    /// JSON document without a string per value.
+    public func writeJSON(to out: inout String) {
+        writeJSON(to: &out, typed: false)
+    }
+
     /// One writer for both spellings: they differ only in the values JSON cannot carry.
     private func writeJSON(to out: inout String, typed: Bool) {
         switch self {

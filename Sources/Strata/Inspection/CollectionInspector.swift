@@ -105,8 +105,14 @@ public struct CollectionInspector {
     /// The record whose primary key is `text`, parsed as the collection's key types
     /// (comma-separated for composite keys).
     public func record(in name: String, keyText text: String) throws -> Record? {
+        try record(in: name, key: try parseKey(text, types: try collection(name).primaryKeyTypes))
+    }
+
+    /// The record whose primary key is `key`, or nil.
+    /// - Throws: `StorageError.collectionNotFound`; `RecordError` or `StrataError` for
+    ///   damaged bytes.
+    public func record(in name: String, key: Key) throws -> Record? {
         let entry = try entry(name)
-        let key = try parseKey(text, types: try collection(name).primaryKeyTypes)
         guard let bytes = try snapshot.get(key.bytes, in: entry.recordsTree) else { return nil }
         return Record(key: key, value: try RecordValue.decode(bytes, fields: FieldTable(names: entry.fields), collection: name))
     }

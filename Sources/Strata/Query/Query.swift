@@ -271,3 +271,36 @@ public struct QueryPlan: Sendable, Equatable, CustomStringConvertible {
         return text
     }
 }
+
+/// The JSON of `storedump find --explain --json` and Studio's query view: every field, the
+/// access path as text, and the whole plan as `text` (what `description` prints).
+extension QueryPlan: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case collection, access, range, residualFilter, sortsInMemory, stopsAfter, keepsTop, estimatedRows, alternatives, sql, text
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(collection, forKey: .collection)
+        try container.encode("\(access)", forKey: .access)
+        try container.encodeIfPresent(range, forKey: .range)
+        try container.encode(residualFilter, forKey: .residualFilter)
+        try container.encode(sortsInMemory, forKey: .sortsInMemory)
+        try container.encodeIfPresent(stopsAfter, forKey: .stopsAfter)
+        try container.encodeIfPresent(keepsTop, forKey: .keepsTop)
+        try container.encodeIfPresent(estimatedRows, forKey: .estimatedRows)
+        try container.encode(alternatives, forKey: .alternatives)
+        try container.encodeIfPresent(sql, forKey: .sql)
+        try container.encode(description, forKey: .text)
+    }
+}
+
+extension QueryPlan.Alternative: Encodable {
+    private enum CodingKeys: String, CodingKey { case access, estimatedRows }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode("\(access)", forKey: .access)
+        try container.encode(estimatedRows, forKey: .estimatedRows)
+    }
+}

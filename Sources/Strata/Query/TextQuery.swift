@@ -347,8 +347,39 @@ struct TextQueryParser {
 extension CollectionInspector {
     /// The records of `collection` matching `predicate`, sorted by the given fields
     /// (primary-key order otherwise), after `offset`, up to `limit`; with the plan used.
+    ///
+    /// - Throws: `StorageError.collectionNotFound` for an unknown collection, `StrataError` when
+    ///   the file cannot be read.
     public func find(in name: String, where predicate: TextPredicate?, sortedBy sort: [(field: String, ascending: Bool)] = [],
                      limit: Int? = nil, offset: Int = 0) throws -> (plan: QueryPlan, records: [Record]) {
+        var records: [Record] = []
+        let plan = try find(in: name, where: predicate, sortedBy: sort, limit: limit, offset: offset) { record in
+            records.append(record)
+            return true
+        }
+        return (plan, records)
+    }
+
+    /// Streams the records of `collection` matching `predicate` to `body` (which returns
+    /// false to stop), sorted by the given fields (primary-key order otherwise), after
+    /// `offset`, up to `limit`. Memory stays bounded when there is no sort, or a sort with a
+    /// limit (a bounded top-k).
+    ///
+    /// ```swift
+    /// let adults = try TextPredicate.parse("age >= 18")
+    /// var count = 0
+    /// let plan = try inspector.find(in: "users", where: adults, timeLimit: .seconds(2)) { _ in count += 1; return true }
+    /// ```
+    ///
+    /// - Parameter timeLimit: stop with `QueryTimeLimitExceeded` once the query has run
+    ///   this long (checked as records are examined); records already passed to `body` stay
+    ///   delivered.
+    /// - Returns: the plan used.
+    /// - Throws: `QueryTimeLimitExceeded`, `StorageError.collectionNotFound` for an unknown
+    ///   collection, `StrataError` when the file cannot be read.
+    @discardableResult
+    public func find(in name: String, where predicate: TextPredicate?, sortedBy sort: [(field: String, ascending: Bool)] = [],
+                     limit: Int? = nil, offset: Int = 0, timeLimit: Duration? = nil, _ body: (Record) throws -> Bool) throws -> QueryPlan {
         let entry = try entry(name)
         let fields = FieldTable(names: entry.fields)
         // Key types per candidate field, read from each tree's first key.
@@ -370,10 +401,14 @@ extension CollectionInspector {
                                   sort: sort.map { (Optional($0.field), $0.ascending) }, limit: limit, offset: offset)
         let access = try Planner.choose(request, candidates: candidates, statistics: try PlannerStatistics(engine: snapshot, entry: entry))
         let compiled = predicate.map(CompiledTextPredicate.init)
+        let deadline = timeLimit.map { QueryDeadline(limit: $0) }
         let execution = QueryExecution<RecordValue>(
             engine: snapshot, entry: entry, uniqueIndexes: Set(entry.indexes.filter(\.unique).map(\.name)),
             decode: { try RecordValue.decode(Array($0), fields: fields, collection: name) }, admits: nil,
-            matches: { compiled?.matches($0) ?? true },
+            matches: { record in
+                try deadline?.check()
+                return compiled?.matches(record) ?? true
+            },
             order: sort.isEmpty ? nil : { a, b in
                 for key in sort {
                     let order = RecordValue.order(a.value(at: key.field) ?? .null, b.value(at: key.field) ?? .null)
@@ -382,12 +417,10 @@ extension CollectionInspector {
                 return .orderedSame
             },
             offset: offset, limit: limit)
-        var records: [Record] = []
         try execution.run(access) { key, value in
-            records.append(Record(key: Key(bytes: Array(key)), value: value))
-            return true
+            try body(Record(key: Key(bytes: Array(key)), value: value))
         }
-        return (access.plan, records)
+        return access.plan
     }
 
     private func firstKeyType(_ tree: String) throws -> String? {

@@ -1,0 +1,95 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+
+/// Serves a `Studio` over HTTP/1.1 with Hummingbird: every request goes to
+/// `Studio.respond(to:)` on NIO's thread pool (it reads the file), except the event stream
+/// `/api/events`, which stays open and sends a Server-Sent Event per commit.
+public enum StudioServer {
+    /// Connections idle this long are closed.
+    static let idleTimeout: TimeAmount = .seconds(60)
+    /// Event streams send a comment this often, so a closed page is noticed and dropped.
+    static let heartbeat: Duration = .seconds(15)
+
+    /// Runs until the task is cancelled or the process receives SIGINT or SIGTERM.
+    ///
+    /// - Parameters:
+    ///   - host: the address to listen on. The default, 127.0.0.1, is reachable from this
+    ///     machine only; requests must name this address (`RequestGuard`).
+    ///   - port: 0 picks a free port; `onListening` receives the URL either way.
+    /// - Throws: when the address cannot be bound (the port is in use, or not permitted).
+    public static func run(_ studio: Studio, host: String = "127.0.0.1", port: Int = 8080,
+                           onListening: @escaping @Sendable (String) -> Void) async throws {
+        let responder = CallbackResponder<BasicRequestContext> { request, _ in
+            let exchange = StudioRequest(
+                method: request.method.rawValue, path: request.uri.path,
+                query: Dictionary(request.uri.queryParameters.map { (String($0.key), String($0.value)) }, uniquingKeysWith: { first, _ in first }),
+                host: request.head.authority, origin: request.headers[.origin])
+            if exchange.path == "/api/events" { return eventStream(studio, exchange) }
+            let answer = try await NIOThreadPool.singleton.runIfActive { studio.respond(to: exchange) }
+            return response(answer, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+        }
+        var logger = Logger(label: "strata.studio")
+        logger.logLevel = .warning
+        let app = Application(
+            responder: responder,
+            server: .http1(configuration: .init(idleTimeout: idleTimeout)),
+            configuration: .init(address: .hostname(host, port: port), serverName: "Strata Studio"),
+            onServerRunning: { channel in
+                let bound = channel.localAddress?.port ?? port
+                studio.listening(host: host, port: bound)
+                onListening("http://\(host.contains(":") ? "[\(host)]" : host):\(bound)/")
+            },
+            logger: logger)
+        defer { studio.close() }
+        try await app.runService()
+    }
+
+    /// `/api/events`: `hello` with the current commit, then `commit` per new commit.
+    private static func eventStream(_ studio: Studio, _ request: StudioRequest) -> Response {
+        if let refusal = studio.refusal(for: request) { return response(refusal, body: .init(byteBuffer: ByteBuffer(bytes: refusal.body))) }
+        let sequence: UInt64
+        do {
+            sequence = try studio.sequence()
+        } catch {
+            let failure = StudioError(error).response
+            return response(failure, body: .init(byteBuffer: ByteBuffer(bytes: failure.body)))
+        }
+        guard let commits = studio.events.subscribe() else {
+            let busy = StudioError.busy("too many pages are following this file; close some").response
+            return response(busy, body: .init(byteBuffer: ByteBuffer(bytes: busy.body)))
+        }
+        let head = StudioResponse(status: 200, contentType: "text/event-stream", body: [])
+        return response(head, body: ResponseBody { writer in
+            // One queue of messages: commits as they come, and a heartbeat comment.
+            let (messages, queue) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(8))
+            queue.yield(CommitEvents.hello(sequence: sequence))
+            let forwarding = Task {
+                for await refresh in commits { queue.yield(CommitEvents.message(refresh)) }
+                queue.finish()
+            }
+            let beating = Task {
+                while (try? await Task.sleep(for: heartbeat)) != nil { queue.yield(": still here\n\n") }
+            }
+            defer {
+                forwarding.cancel()
+                beating.cancel()
+            }
+            // Ends when the page goes away (a write fails) or the server stops (the commit
+            // stream ends).
+            for await message in messages { try await writer.write(ByteBuffer(string: message)) }
+            try await writer.finish(nil)
+        })
+    }
+
+    private static func response(_ answer: StudioResponse, body: ResponseBody) -> Response {
+        var fields = HTTPFields()
+        for header in answer.headers {
+            if let name = HTTPField.Name(header.name) { fields[name] = header.value }
+        }
+        return Response(status: .init(code: answer.status), headers: fields, body: body)
+    }
+}
