@@ -42,6 +42,8 @@ let package = Package(
         // For StrataStudio only; without its default traits (swift-configuration, full
         // Foundation), which Studio does not use.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        // Hummingbird's own lifecycle (SIGINT/SIGTERM), for Studio's event streams to end on it.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -76,6 +78,7 @@ let package = Package(
         .target(name: "StrataStudio", dependencies: [
             "Strata", "StrataEngine", .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "storedump", dependencies: [
             "Strata", "StrataEngine", "StrataStudio", .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -90,7 +93,10 @@ let package = Package(
         .testTarget(name: "StrataMacrosPluginTests", dependencies: [
             "StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
         ]),
-        .testTarget(name: "StrataStudioTests", dependencies: ["StrataStudio", "Strata", "StrataEngine", "StrataExamples"]),
+        // Writes the files Studio's browser test opens, and commits from another process.
+        .executableTarget(name: "StrataStudioFixture", dependencies: ["Strata"]),
+        .testTarget(name: "StrataStudioTests", dependencies: ["StrataStudio", "Strata", "StrataEngine", "StrataStudioFixture", "storedump", "StrataDemo"],
+                    exclude: ["Browser"]),
         .testTarget(name: "StoredumpTests", dependencies: ["storedump", "StrataDemo", "Strata", "StrataEngine", "StrataTestBackends"]),
         .testTarget(name: "StrataDAOTests", dependencies: ["StrataDAO", "Strata", "StrataExamples", "StrataTestBackends"]),
         .testTarget(name: "StrataRepositoryTests", dependencies: ["StrataRepository", "Strata", "StrataEngine", "StrataTestBackends"]),

@@ -2,11 +2,12 @@
 # Installs what building and testing Strata needs on Debian/Ubuntu: liblz4's headers
 # (pkg-config liblz4), SQLite's (for StrataSQLite, through GRDB), and a PostgreSQL server for
 # StrataPostgres's tests, which it starts, with the role and database the tests use
-# (postgres://strata:strata@localhost:5432/strata_test; STRATA_POSTGRES_URL overrides).
+# (postgres://strata:strata@localhost:5432/strata_test; STRATA_POSTGRES_URL overrides), and
+# headless Chromium with its driver and Selenium for Strata Studio's browser test.
 # With --benchmarks, also the C peers strata-bench compares with: LMDB, LevelDB.
 # Does nothing that is already done. Runs apt-get as root, or through sudo.
 set -euo pipefail
-packages=(liblz4-dev pkg-config libsqlite3-dev postgresql)
+packages=(liblz4-dev pkg-config libsqlite3-dev postgresql chromium chromium-driver python3-selenium)
 [ "${1:-}" = "--benchmarks" ] && packages+=(liblmdb-dev libleveldb-dev)
 missing=()
 for package in "${packages[@]}"; do

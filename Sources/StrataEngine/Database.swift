@@ -192,6 +192,10 @@ public final class Database: Sendable {
         /// Whether new commits became visible.
         public var hasChanges: Bool { sequence != previousSequence }
 
+        public init(previousSequence: UInt64, sequence: UInt64, changedTrees: Set<String>?) {
+            (self.previousSequence, self.sequence, self.changedTrees) = (previousSequence, sequence, changedTrees)
+        }
+
         static func unchanged(at sequence: UInt64) -> Refresh { Refresh(previousSequence: sequence, sequence: sequence, changedTrees: []) }
     }
 

@@ -83,6 +83,7 @@ public final class Studio: Sendable {
         }
         let api = StudioAPI(studio: self, request: request)
         switch Array(segments.dropFirst()) {
+        case ["studio"]: return try api.about()
         case ["info"]: return try api.info()
         case ["collections"]: return try api.collections()
         case let parts where parts.count == 3 && parts[0] == "collections" && parts[2] == "records": return try api.records(in: parts[1])

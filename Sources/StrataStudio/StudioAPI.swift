@@ -24,6 +24,14 @@ struct StudioAPI {
 
     // MARK: Views
 
+    /// What Studio shows, answered even when the file cannot be opened:
+    /// `{"path": "…", "readOnly": true}`.
+    func about() throws -> StudioResponse {
+        var out = "{\"path\":"
+        RecordValue.string(studio.path).writeJSON(to: &out)
+        return .json(out + ",\"readOnly\":true}")
+    }
+
     /// `storedump info --json`.
     func info() throws -> StudioResponse {
         try .json(encoding: try studio.inspector().info())

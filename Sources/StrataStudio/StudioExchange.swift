@@ -18,6 +18,22 @@ public struct StudioRequest: Sendable {
         (self.method, self.path, self.query, self.host, self.origin) = (method, path, query, host, origin)
     }
 
+    /// Parses a query string as browsers write it (`application/x-www-form-urlencoded`: `+`
+    /// is a space, `%XX` a byte); the first of repeated names wins.
+    public static func parameters(_ query: String?) -> [String: String] {
+        var parameters: [String: String] = [:]
+        for pair in (query ?? "").split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decoded(_ text: Substring) -> String {
+                let spaced = text.replacingOccurrences(of: "+", with: " ")
+                return spaced.removingPercentEncoding ?? spaced
+            }
+            let name = decoded(parts[0])
+            if parameters[name] == nil { parameters[name] = parts.count > 1 ? decoded(parts[1]) : "" }
+        }
+        return parameters
+    }
+
     /// The path's segments, each percent-decoded (`/api/tree/c%3Ausers` → api, tree, c:users).
     var segments: [String] {
         path.split(separator: "/").map { String($0).removingPercentEncoding ?? String($0) }

@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
+import ServiceLifecycle
 
 /// Serves a `Studio` over HTTP/1.1 with Hummingbird: every request goes to
 /// `Studio.respond(to:)` on NIO's thread pool (it reads the file), except the event stream
@@ -26,7 +27,7 @@ public enum StudioServer {
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
             let exchange = StudioRequest(
                 method: request.method.rawValue, path: request.uri.path,
-                query: Dictionary(request.uri.queryParameters.map { (String($0.key), String($0.value)) }, uniquingKeysWith: { first, _ in first }),
+                query: StudioRequest.parameters(request.uri.query),
                 host: request.head.authority, origin: request.headers[.origin])
             if exchange.path == "/api/events" { return eventStream(studio, exchange) }
             let answer = try await NIOThreadPool.singleton.runIfActive { studio.respond(to: exchange) }
@@ -78,9 +79,13 @@ public enum StudioServer {
                 forwarding.cancel()
                 beating.cancel()
             }
-            // Ends when the page goes away (a write fails) or the server stops (the commit
-            // stream ends).
-            for await message in messages { try await writer.write(ByteBuffer(string: message)) }
+            // Ends when the page goes away (a write fails), or the server stops: the server
+            // waits for open responses, so this one must end on the shutdown signal.
+            try await withGracefulShutdownHandler {
+                for await message in messages { try await writer.write(ByteBuffer(string: message)) }
+            } onGracefulShutdown: {
+                queue.finish()
+            }
             try await writer.finish(nil)
         })
     }

@@ -90,7 +90,9 @@ extension StudioAssets {
         main.replaceChildren(content);
       } catch (error) {
         if (ticket !== renderCount) return;
-        main.replaceChildren(el("h2", {}, "—"));
+        main.replaceChildren(el("p", { className: "muted" }, error.kind === "corruption"
+          ? "Verify lists every fault it finds; from a terminal, storedump verify and storedump frames show the same."
+          : "Other views may still answer; the error above says what this one needs."));
         showError(error);
       }
       main.dataset.view = route.view;
@@ -120,7 +122,6 @@ extension StudioAssets {
     const views = {
       async overview() {
         const info = await api("/api/info");
-        document.getElementById("file").textContent = info.path;
         const rows = [
           ["file", info.path],
           ["size", bytes(info.fileSize)],
@@ -308,7 +309,7 @@ extension StudioAssets {
     }
 
     window.addEventListener("hashchange", render);
-    api("/api/info").then(info => { document.getElementById("file").textContent = info.path; }, () => {});
+    api("/api/studio").then(studio => { document.getElementById("file").textContent = studio.path; }, () => {});
     render();
     follow();
     """#
