@@ -260,7 +260,7 @@ public enum KeyElement: Sendable, Equatable, CustomStringConvertible {
         case .double(let v): "\(v)"
         case .string(let v): "\"\(v)\""
         case .bytes(let v): "0x" + v.map(hex).joined()
-        case .date(let v): v.ISO8601Format()
+        case .date(let v): InstantText.format(v)
         case .uuid(let v): v.uuidString
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import StrataEngine
 import Strata
 
 /// Printing helpers: aligned tables for people, JSON for scripts, errors on stderr.
@@ -36,5 +37,5 @@ enum Output {
         n < 10_000 ? "\(n) B" : n < 10_000_000 ? String(format: "%.1f KiB", Double(n) / 1024) : String(format: "%.1f MiB", Double(n) / 1_048_576)
     }
 
-    static func date(_ d: Date) -> String { d.ISO8601Format() }
+    static func date(_ d: Date) -> String { InstantText.format(d) }
 }

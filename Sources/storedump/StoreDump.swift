@@ -232,7 +232,8 @@ struct Find: ParsableCommand {
           field BETWEEN value AND value             year BETWEEN 1960 AND 1970
           field BEGINSWITH 'text'                   title BEGINSWITH 'The'
           field CONTAINS 'text'                     summary CONTAINS 'robot'
-          field [NOT] LIKE 'pattern'                email LIKE '*@example.?om'
+          field [NOT] LIKE 'pattern'                email LIKE '*@example.?om'  (* any run, ? one; case-sensitive)
+          field [NOT] ILIKE 'pattern'               name ILIKE 'ada*'            (the same, ignoring case)
           NOT p, p AND p, p OR p, ( p )
         Values: numbers, 'strings' or "strings", true, false, null. Fields: property paths (address.city).
         """)

@@ -31,6 +31,8 @@ struct FetcherTests {
             #expect(try names(all.where(.like(\.name, "A%"))) == ["Ada", "Alan"])
             #expect(try names(all.where(.like(\.name, "%r_a%"))) == ["Barbara", "Margaret"])
             #expect(try names(all.where(.notLike(\.name, "%a%"))) == ["Edsger", "Ken"])
+            #expect(try names(all.where(.like(\.name, "a%"))).isEmpty, "case-sensitive by default")
+            #expect(try names(all.where(.like(\.name, "a%", caseSensitive: false))) == ["Ada", "Alan"])
             #expect(try names(all.where(#Predicate { $0.age > 60 && $0.name.starts(with: "M") })) == ["Margaret"])
         }
     }

@@ -108,4 +108,10 @@ struct JSONLinesTests {
             try storage.close()
         }
     }
+
+    @Test("plain JSON (storedump dump, CollectionInspector) writes dates in UTC with Z, distantPast in the Gregorian calendar")
+    func plainJSONDatesAreUTCAndGregorian() {
+        #expect(RecordValue.date(Date(timeIntervalSince1970: 0)).json == "\"1970-01-01T00:00:00.000Z\"")
+        #expect(RecordValue.date(.distantPast).json == "\"0000-12-30T00:00:00.000Z\"")
+    }
 }

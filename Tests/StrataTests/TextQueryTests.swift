@@ -78,4 +78,14 @@ struct TextQueryTests {
         }
         #expect(try TextPredicate.parse("d != 0").matches(record))
     }
+
+    @Test("LIKE is case-sensitive and ILIKE ignores case")
+    func likeAndIlike() throws {
+        let ada = RecordValue.object([.init(name: "name", value: .string("Ada Lovelace"))])
+        #expect(try TextPredicate.parse("name LIKE 'Ada*'").matches(ada))
+        #expect(try !TextPredicate.parse("name LIKE 'ada*'").matches(ada))
+        #expect(try TextPredicate.parse("name ILIKE 'ada*'").matches(ada))
+        #expect(try TextPredicate.parse("name NOT ILIKE '*LOVELACE'").matches(ada) == false)
+        #expect(try TextPredicate.parse("name ilike 'ADA ?OVELACE'") == .like("name", "ADA ?OVELACE", negated: false, caseSensitive: false))
+    }
 }

@@ -208,7 +208,7 @@ public indirect enum RecordValue: Sendable, Equatable {
                 RecordValue.double(v.timeIntervalSinceReferenceDate).writeJSON(to: &out, typed: true)
                 out += "}"
             } else {
-                Self.quote(v.ISO8601Format(.iso8601.year().month().day().time(includingFractionalSeconds: true)), into: &out)
+                Self.quote(InstantText.format(v), into: &out)
             }
         case .uuid(let v): Self.wrap(typed ? "$uuid" : nil, v.uuidString, into: &out)
         case .object(let fields): Self.writeFields(fields, into: &out, typed: typed)

@@ -132,7 +132,7 @@ public struct CollectionInspector {
             case "uuid": guard let v = UUID(uuidString: part) else { throw KeyParseError(text: part, reason: "not a UUID") }; key.append(v)
             case "bool": guard let v = Bool(part) else { throw KeyParseError(text: part, reason: "not true or false") }; key.append(v)
             case "date":
-                guard let v = try? Date(part, strategy: .iso8601) else { throw KeyParseError(text: part, reason: "not an ISO 8601 date") }
+                guard let v = InstantText.parse(part) else { throw KeyParseError(text: part, reason: "not an ISO 8601 date") }
                 key.append(v)
             default: key.append(part)
             }

@@ -1,8 +1,7 @@
 import Foundation
 
 /// A `TextPredicate` prepared for testing many records: field paths are split once, chains
-/// of AND and OR become flat lists checked in a loop, LIKE patterns are split into
-/// characters once. `CollectionInspector.find` compiles its predicate once per query.
+/// of AND and OR become flat lists checked in a loop, LIKE patterns are compiled once. `CollectionInspector.find` compiles its predicate once per query.
 ///
 /// ```swift
 /// let check = CompiledTextPredicate(try TextPredicate.parse("age > 40 AND name LIKE 'A*'"))
@@ -15,7 +14,7 @@ public struct CompiledTextPredicate: Sendable {
         case between([String], TextPredicate.Literal, TextPredicate.Literal)
         case beginsWith([String], String)
         case contains([String], String)
-        case like([String], [Character], negated: Bool)
+        case like([String], LikePattern, negated: Bool)
         case all([Node])
         case any([Node])
         case not(Node)
@@ -35,7 +34,8 @@ public struct CompiledTextPredicate: Sendable {
         case .between(let field, let low, let high): return .between(path(field), low, high)
         case .beginsWith(let field, let prefix): return .beginsWith(path(field), prefix)
         case .contains(let field, let part): return .contains(path(field), part)
-        case .like(let field, let pattern, let negated): return .like(path(field), Array(pattern), negated: negated)
+        case .like(let field, let pattern, let negated, let caseSensitive):
+            return .like(path(field), LikePattern(pattern, wildcards: .glob, caseSensitive: caseSensitive), negated: negated)
         case .and: return .all(flatten(predicate, isAnd: true).map(compile))
         case .or: return .any(flatten(predicate, isAnd: false).map(compile))
         case .not(let inner): return .not(compile(inner))
@@ -90,7 +90,7 @@ public struct CompiledTextPredicate: Sendable {
             return s.contains(part)
         case .like(let path, let pattern, let negated):
             guard case .string(let s)? = record.value(atPath: path) else { return negated }
-            return TextPredicate.like(Array(s), pattern) != negated
+            return pattern.matches(s) != negated
         case .all(let nodes): return nodes.allSatisfy { matches($0, record) }
         case .any(let nodes): return nodes.contains { matches($0, record) }
         case .not(let inner): return !matches(inner, record)

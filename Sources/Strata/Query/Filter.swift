@@ -179,6 +179,27 @@ public struct Filter<M>: @unchecked Sendable {
         Filter(plan: .field(keyPath, .prefix(Key().appendingStringPrefix(prefix)))) { $0[keyPath: keyPath].hasPrefix(prefix) }
     }
 
+    /// SQL's `LIKE`: `%` matches any run of characters, `_` exactly one. Case-sensitive by
+    /// default (SQLite's LIKE folds ASCII case: pass `caseSensitive: false` for that). A
+    /// case-sensitive pattern that is a prefix followed by `%` is answered by an index on
+    /// the field; any other is checked on each record.
+    ///
+    /// ```swift
+    /// User.filter(.like(\.name, "A%"))                            // Ada, Alan
+    /// User.filter(.like(\.email, "%@EXAMPLE.com", caseSensitive: false))
+    /// ```
+    public static func like(_ keyPath: KeyPath<M, String> & Sendable, _ pattern: String, caseSensitive: Bool = true) -> Filter {
+        let matcher = LikePattern(pattern, caseSensitive: caseSensitive)
+        if let prefix = matcher.literalPrefix { return .hasPrefix(keyPath, prefix) }
+        return .matching { matcher.matches($0[keyPath: keyPath]) }
+    }
+
+    /// SQL's `NOT LIKE`; see `like(_:_:caseSensitive:)`.
+    public static func notLike(_ keyPath: KeyPath<M, String> & Sendable, _ pattern: String, caseSensitive: Bool = true) -> Filter {
+        let matcher = LikePattern(pattern, caseSensitive: caseSensitive)
+        return .matching { !matcher.matches($0[keyPath: keyPath]) }
+    }
+
     /// The array field holds `element`. Checked on each record's stored bytes before it is
     /// decoded (for fields the model declares), so a scan decodes only the records that hold it.
     ///

@@ -34,7 +34,8 @@ public indirect enum TextPredicate: Equatable, Sendable {
     case between(String, Literal, Literal)
     case beginsWith(String, String)
     case contains(String, String)
-    case like(String, String, negated: Bool)
+    /// `LIKE` (case-sensitive) and `ILIKE` (case-insensitive): `*` any run, `?` one character.
+    case like(String, String, negated: Bool, caseSensitive: Bool)
     case and(TextPredicate, TextPredicate)
     case or(TextPredicate, TextPredicate)
     case not(TextPredicate)
@@ -79,28 +80,10 @@ public indirect enum TextPredicate: Equatable, Sendable {
         case (.decimal(let v), .number(let n, _)): return Double(v).flatMap { compare($0, n) }
         case (.bool(let v), .bool(let b)): return v == b ? .orderedSame : (v ? .orderedDescending : .orderedAscending)
         case (.uuid(let v), .string(let s)): return UUID(uuidString: s).flatMap { compare(v.uuidString, $0.uuidString) }
-        case (.date(let v), .string(let s)): return (try? Date(s, strategy: .iso8601)).flatMap { compare(v, $0) }
+        case (.date(let v), .string(let s)): return InstantText.parse(s).flatMap { compare(v, $0) }
         case (.date(let v), .number(let n, _)): return compare(v.timeIntervalSince1970, n)
         default: return nil
         }
-    }
-
-    /// `*` matches any run of characters, `?` exactly one.
-    static func like(_ s: [Character], _ p: [Character]) -> Bool {
-        var si = 0, pi = 0, star = -1, mark = 0
-        while si < s.count {
-            if pi < p.count, p[pi] == "?" || p[pi] == s[si] {
-                si += 1; pi += 1
-            } else if pi < p.count, p[pi] == "*" {
-                star = pi; mark = si; pi += 1
-            } else if star >= 0 {
-                pi = star + 1; mark += 1; si = mark
-            } else {
-                return false
-            }
-        }
-        while pi < p.count, p[pi] == "*" { pi += 1 }
-        return pi == p.count
     }
 
     // MARK: Planning
@@ -146,7 +129,7 @@ public indirect enum TextPredicate: Equatable, Sendable {
         case (.number(let n, _), "double"): return Key(n).bytes
         case (.string(let s), "string"): return Key(s).bytes
         case (.string(let s), "uuid"): return UUID(uuidString: s).map { Key($0).bytes }
-        case (.string(let s), "date"): return (try? Date(s, strategy: .iso8601)).map { Key($0).bytes }
+        case (.string(let s), "date"): return InstantText.parse(s).map { Key($0).bytes }
         case (.bool(let b), "bool"): return Key(b).bytes
         default: return nil
         }
@@ -310,8 +293,9 @@ struct TextQueryParser {
             try expect(symbol: ")")
             return .oneOf(field, values, negated: negated)
         }
-        if take("LIKE") { return .like(field, try string(), negated: negated) }
-        if negated { throw error("expected IN or LIKE after NOT, found \(describeNext())") }
+        if take("LIKE") { return .like(field, try string(), negated: negated, caseSensitive: true) }
+        if take("ILIKE") { return .like(field, try string(), negated: negated, caseSensitive: false) }
+        if negated { throw error("expected IN, LIKE or ILIKE after NOT, found \(describeNext())") }
         if take("BETWEEN") {
             let low = try literal()
             guard take("AND") else { throw error("expected AND in BETWEEN, found \(describeNext())") }

@@ -204,7 +204,7 @@ extension StudioAssets {
           el("label", {}, "limit ", el("input", { name: "limit", size: 4, value: params.get("limit") || "50" })),
           el("button", { type: "submit", id: "run-query" }, "Run"));
         const section = el("section", { id: "query" }, el("h2", {}, "Query"), form,
-          el("p", { className: "muted" }, "Grammar: field = | != | < | <= | > | >= value, IN (…), BETWEEN … AND …, BEGINSWITH, CONTAINS, LIKE, NOT, AND, OR, ( ). Values: numbers, 'strings', true, false, null."));
+          el("p", { className: "muted" }, "Grammar: field = | != | < | <= | > | >= value, IN (…), BETWEEN … AND …, BEGINSWITH, CONTAINS, LIKE and ILIKE (* any run, ? one; ILIKE ignores case), NOT, AND, OR, ( ). Values: numbers, 'strings', true, false, null."));
         if (!params.has("run") && !params.has("where")) return section;
         const q = new URLSearchParams({ collection: chosen, where: params.get("where") || "", sort: params.get("sort") || "", limit: params.get("limit") || "50" });
         const result = await api("/api/query?" + q.toString());
