@@ -68,4 +68,21 @@ struct CompileTimeErrorTests {
             """, kind: "warning")
         #expect(warnings.filter { $0.contains("unused") } == [], "\(warnings)")
     }
+
+    @Test("in async functions, try await read and write run the async overload on every kind of storage")
+    func awaitChoosesTheAsyncOverload() throws {
+        let warnings = try diagnostics(compiling: """
+            struct Note: Model { var id: Int64; var text: String
+                static let schema = Schema<Note>(primaryKey: \\.id) }
+            func onFile(_ s: StrataStorage) async throws { _ = try await s.read { try $0.readAll(Note.self) }; try await s.write { try $0.persist(Note(id: 1, text: "")) } }
+            func inMemory(_ s: MemoryStorage) async throws { _ = try await s.read { try $0.readAll(Note.self) } }
+            func generic(_ s: some Storage) async throws { _ = try await s.read { try $0.readAll(Note.self) } }
+            func existential(_ s: any Storage) async throws { _ = try await s.read { try $0.readAll(Note.self) } }
+            @MainActor func onTheMainActor(_ s: StrataStorage) async throws { _ = try await s.read { try $0.readAll(Note.self) } }
+            """, kind: "warning")
+        // "no 'async' operations occur within 'await' expression" would mean the blocking
+        // overload was chosen. (Top-level code is the exception: the compiler ranks
+        // overloads there as in a synchronous context, swiftlang/swift#74459; README, Async.)
+        #expect(warnings.filter { $0.contains("no 'async' operations") } == [], "\(warnings)")
+    }
 }
