@@ -51,7 +51,7 @@ func repositoryTour(storage: any Storage) async throws {
     print("read '\(book.title)' from disk; the cache now holds \(cache.count) book(s)")
 
     section("Accessor and entities: ids from a counter kept in the file")
-    let notes = try Accessor<NoteEntity>(storage: storage)
+    let notes = Accessor<NoteEntity>(storage: storage)
     let note = try notes.create { $0.text = "written at \(Date())" }
     print("created note \(note.id) (\(try notes.count()) in all; ids keep increasing across runs)")
 }

@@ -162,15 +162,44 @@ extension ActiveRecord {
         }
     }
 
+    /// Saves a copy of the record and returns it as saved (id, timestamps and change
+    /// tracking updated), leaving this value as it was. The shape for records that live in
+    /// state you cannot mutate in place, such as a `let`, or a property read through a
+    /// function's result.
+    ///
+    /// - Throws: `RecordInvalid` when a validation fails (nothing is stored);
+    ///   `RecordDatabaseError` when there is no database or the schema does not
+    ///   auto-increment; what the storage throws.
+    public func saved(on context: (any RecordContext)? = nil) throws -> Self {
+        var copy = self
+        try copy.save(on: context)
+        return copy
+    }
+
     // MARK: async
 
+    /// `save(on:)`, off the caller's thread.
     public mutating func save(on context: (any RecordContext)? = nil) async throws {
+        self = try await saved(on: context)
+    }
+
+    /// `saved(on:)`, off the caller's thread: the shape for a record held by a
+    /// `@MainActor` view model (or any actor), whose properties cannot be passed `inout` to
+    /// an async call, so `try await user.save()` does not compile there.
+    ///
+    /// ```swift
+    /// @MainActor @Observable final class ProfileModel {
+    ///     var user: User
+    ///     func rename(to name: String) async throws {
+    ///         user.name = name
+    ///         user = try await user.saved()
+    ///     }
+    /// }
+    /// ```
+    /// - Throws: as `saved(on:)`.
+    public func saved(on context: (any RecordContext)? = nil) async throws -> Self {
         let record = self
-        self = try await offload {
-            var copy = record
-            try copy.save(on: context)
-            return copy
-        }
+        return try await offload { try record.saved(on: context) }
     }
 
     public static func find(_ id: Int64, on context: (any RecordContext)? = nil) async throws -> Self? {

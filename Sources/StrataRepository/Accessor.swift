@@ -2,35 +2,51 @@ import Foundation
 import Strata
 
 /// The one place entities of a type are created, saved and deleted (the Realm tips article's
-/// `NBRealmAccessor`): a generic base that per-entity accessors extend.
+/// `NBRealmAccessor`). Per-entity work goes in a constrained extension, so each entity's
+/// accessor holds only that entity's queries:
 ///
 /// ```swift
-/// final class UserAccessor: Accessor<UserEntity> {
+/// typealias UserAccessor = Accessor<UserEntity>
+/// extension Accessor<UserEntity> {
 ///     func named(_ name: String) throws -> [UserEntity] { try storage.read(UserEntity.filter(\.name == name)) }
 /// }
-/// let users = try UserAccessor(storage: StrataStorage(path: "app.strata"))
-/// var ada = try users.create { $0.name = "Ada" }      // id 1, created = modified = now
+///
+/// enum AppModel {
+///     static let users = UserAccessor(storage: appStorage)   // no try!, no @unchecked Sendable
+/// }
+/// var ada = try AppModel.users.create { $0.name = "Ada" }   // id 1, created = modified = now
 /// ada.name = "Ada Lovelace"
-/// ada = try users.save(ada)                           // modified = now
+/// ada = try AppModel.users.save(ada)                        // modified = now
 /// ```
+///
+/// A value holding only its storage: `Sendable` as the compiler checks it, free to keep in a
+/// `static let`. (It was a class to subclass, which Swift 6 made each subclass restate as
+/// `@unchecked Sendable`, and its initializer threw, which made static holders `try!`.)
 ///
 /// Ids come from the collection's auto-increment counter, kept in the file: unique and
 /// increasing across reopens, never reused after a delete.
-open class Accessor<T: Entity>: @unchecked Sendable {  // immutable state only
+public struct Accessor<T: Entity>: Sendable {
     public let storage: any Storage
 
-    /// Fails when `T.schema` does not auto-increment its id.
-    public init(storage: any Storage) throws {
+    public init(storage: any Storage) {
+        self.storage = storage
+    }
+
+    /// - Throws: `StorageError.schemaMismatch` when `T.schema` does not auto-increment its
+    ///   id (the accessor assigns ids from the counter).
+    private func checkSchema() throws {
         guard T.schema.isAutoIncrementing else {
             throw StorageError.schemaMismatch(collection: T.collectionName, reason: "an Entity's schema must be Schema.autoIncrementing(\\.id)")
         }
-        self.storage = storage
     }
 
     /// Creates, stores and returns a new entity: `configure` fills in its fields; the id and
     /// both times are assigned here.
+    /// - Throws: `StorageError.schemaMismatch` when the schema does not auto-increment;
+    ///   what `configure` or the storage throws.
     @discardableResult
-    open func create(_ configure: (inout T) throws -> Void = { _ in }) throws -> T {
+    public func create(_ configure: (inout T) throws -> Void = { _ in }) throws -> T {
+        try checkSchema()
         var entity = T()
         try configure(&entity)
         entity.id = 0
@@ -43,9 +59,13 @@ open class Accessor<T: Entity>: @unchecked Sendable {  // immutable state only
     /// Stores changes to an entity created by this accessor, setting `modified`; returns the
     /// stored value. An entity that was never created (or was deleted) is an error, not a
     /// silent insert: only `create` makes entities.
+    ///
+    /// - Throws: `RepositoryError.recordNotFound` for an entity that is not stored;
+    ///   `StorageError.schemaMismatch` when the schema does not auto-increment.
     @discardableResult
-    open func save(_ entity: T) throws -> T {
-        try storage.write { writer in
+    public func save(_ entity: T) throws -> T {
+        try checkSchema()
+        return try storage.write { writer in
             guard let stored = try writer.read(T.self, primaryKey: entity.id) else {
                 throw RepositoryError.recordNotFound(id: String(entity.id))
             }
@@ -58,12 +78,12 @@ open class Accessor<T: Entity>: @unchecked Sendable {  // immutable state only
 
     /// Deletes the entity; false when it was not stored.
     @discardableResult
-    open func delete(_ entity: T) throws -> Bool { try storage.erase(T.self, primaryKey: entity.id) }
+    public func delete(_ entity: T) throws -> Bool { try storage.erase(T.self, primaryKey: entity.id) }
 
-    open func find(_ id: Int64) throws -> T? { try storage.read(T.self, primaryKey: id) }
+    public func find(_ id: Int64) throws -> T? { try storage.read(T.self, primaryKey: id) }
 
     /// Every entity, in id order.
-    open func all() throws -> [T] { try storage.readAll(T.self) }
+    public func all() throws -> [T] { try storage.readAll(T.self) }
 
-    open func count() throws -> Int { try storage.count(T.self) }
+    public func count() throws -> Int { try storage.count(T.self) }
 }

@@ -73,7 +73,7 @@ public struct BackendRepository<Backend: RepositoryBackend>: CRUDRepository {
     }
 
     public func update<T: Codable & Sendable>(id: String, item: T) async throws {
-        let data = try StoredItem.encode(item, id: id, transformer: transformer)
+        let data = try await StoredItem.encode(item, id: id, transformer: transformer)
         try await run("update", id) { try backend.replace(id, with: data) }
     }
 
@@ -88,16 +88,22 @@ public struct BackendRepository<Backend: RepositoryBackend>: CRUDRepository {
     }
 
     public func create<T: Codable & Sendable>(_ items: [(id: String, item: T)]) async throws {
-        let encoded = try items.map { (id: $0.id, data: try StoredItem.encode($0.item, id: $0.id, transformer: transformer)) }
-        try await run("create", items.count == 1 ? items[0].id : nil) { try backend.insert(encoded) }
+        var encoded: [(id: String, data: Data)] = []
+        encoded.reserveCapacity(items.count)
+        for (id, item) in items { encoded.append((id, try await StoredItem.encode(item, id: id, transformer: transformer))) }
+        let rows = encoded
+        try await run("create", items.count == 1 ? items[0].id : nil) { try backend.insert(rows) }
     }
 
     public func read<T: Codable & Sendable>(ids: [String]) async throws -> [T] {
         let stored = try await run("read", ids.count == 1 ? ids[0] : nil) { try ids.map { try backend.load($0) } }
-        return try zip(ids, stored).map { id, data in
+        var items: [T] = []
+        items.reserveCapacity(ids.count)
+        for (id, data) in zip(ids, stored) {
             guard let data else { throw RepositoryError.recordNotFound(id: id) }
-            return try StoredItem.decode(T.self, from: data, id: id, transformer: transformer)
+            items.append(try await StoredItem.decode(T.self, from: data, id: id, transformer: transformer))
         }
+        return items
     }
 
     public func delete(ids: [String]) async throws {

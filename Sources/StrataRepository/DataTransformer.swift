@@ -5,14 +5,34 @@ import Strata
 /// stores the transformer's `name` with every item, so reading with another transformer is
 /// a `RepositoryError.transformerMismatch`, not garbage.
 ///
+/// The requirements are `async`, as the repositories around them are: a transformer may
+/// suspend — to encrypt through an actor holding a key, or to compress on another
+/// executor. A synchronous implementation satisfies them as it is (the transformers below
+/// are synchronous).
+///
 /// ```swift
 /// let repository = InMemoryRepository(transformer: PropertyListDataTransformer(format: .xml))
+///
+/// struct SealedTransformer: DataTransformer {      // suspends for the key
+///     let name = "sealed-json"
+///     let vault: KeyVault                          // an actor
+///     func encode<T: Encodable & Sendable>(_ item: T) async throws -> Data {
+///         try await vault.seal(JSONEncoder().encode(item))
+///     }
+///     func decode<T: Decodable & Sendable>(_ type: T.Type, from data: Data) async throws -> T {
+///         try JSONDecoder().decode(type, from: await vault.open(data))
+///     }
+/// }
 /// ```
 public protocol DataTransformer: Sendable {
     /// A short stable name recorded with each item (at most 255 UTF-8 bytes).
     var name: String { get }
-    func encode<T: Encodable>(_ item: T) throws -> Data
-    func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T
+    /// - Throws: why the item cannot be encoded; the repository reports it as
+    ///   `RepositoryError.encodingFailed`.
+    func encode<T: Encodable & Sendable>(_ item: T) async throws -> Data
+    /// - Throws: why the bytes cannot be decoded; the repository reports it as
+    ///   `RepositoryError.decodingFailed`.
+    func decode<T: Decodable & Sendable>(_ type: T.Type, from data: Data) async throws -> T
 }
 
 /// Foundation's JSONEncoder/JSONDecoder.

@@ -72,4 +72,42 @@ struct CRUDTests {
         #expect(try await User.find(user.id, on: db)?.name == "Ada")
         #expect(try await User.all(on: db).count == 1)
     }
+
+    /// A view model's state, as SwiftUI apps hold it: a record in a main-actor property.
+    @MainActor final class ProfileModel {
+        var user: User
+        let db: RecordDatabase
+        init(user: User, db: RecordDatabase) { (self.user, self.db) = (user, db) }
+
+        func rename(to name: String) async throws {
+            user.name = name
+            // `try await user.save(on: db)` does not compile here: a main-actor property
+            // cannot be passed inout to an async call.
+            user = try await user.saved(on: db)
+        }
+    }
+
+    @Test("a record held by a @MainActor view model saves with saved(), which returns the saved copy")
+    @MainActor
+    func savedFromMainActorState() async throws {
+        let path = NSTemporaryDirectory() + "strata-record-" + UUID().uuidString + ".strata"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let db = try RecordDatabase(path: path)
+        let model = ProfileModel(user: User(name: "Ada", email: "ada@example.com"), db: db)
+        try await model.rename(to: "Ada Lovelace")
+        #expect(model.user.id != 0 && !model.user.hasChanges)
+        #expect(try await User.find(model.user.id, on: db)?.name == "Ada Lovelace")
+        try await model.rename(to: "Countess of Lovelace")
+        #expect(try await User.all(on: db).map(\.name) == ["Countess of Lovelace"])
+    }
+
+    @Test("saved() leaves the value it was called on as it was")
+    func savedReturnsACopy() throws {
+        let path = NSTemporaryDirectory() + "strata-record-" + UUID().uuidString + ".strata"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let db = try RecordDatabase(path: path)
+        let draft = User(name: "Ada", email: "ada@example.com")
+        let stored = try draft.saved(on: db)
+        #expect(draft.isNew && !stored.isNew && stored.name == "Ada")
+    }
 }

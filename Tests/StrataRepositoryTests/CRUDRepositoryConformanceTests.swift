@@ -147,6 +147,15 @@ struct CRUDRepositoryConformanceTests {
         }
     }
 
+    @Test("a transformer that suspends (sealing through an actor) round-trips on every backend, and its bytes are sealed", arguments: Backend.available)
+    func asyncTransformer(_ backend: Backend) async throws {
+        let vault = KeyVault()
+        let repository = try backend.make(transformer: SealedTransformer(vault: vault))
+        try await repository.create(id: "ada", item: Client(name: "Ada"))
+        #expect(try await repository.read(Client.self, id: "ada") == Client(name: "Ada"))
+        #expect(await vault.uses == 2, "one seal, one open")
+    }
+
     @Test("reading with another transformer than the writer's is a clear error", arguments: Backend.available)
     func transformerMismatch(_ backend: Backend) async throws {
         guard backend != .inMemory else { return }  // a memory repository cannot be reopened
@@ -167,5 +176,35 @@ struct CRUDRepositoryConformanceTests {
             guard case RepositoryError.decodingFailed(id: "n", transformer: "json", _) = error else { return false }
             return true
         }
+    }
+}
+
+/// Holds a key and counts its uses: a transformer that must suspend to reach it.
+actor KeyVault {
+    private(set) var uses = 0
+    private let key: UInt8 = 0x5A
+
+    func seal(_ data: Data) -> Data {
+        uses += 1
+        return Data(data.map { $0 ^ key })
+    }
+
+    func open(_ data: Data) -> Data { seal(data) }
+}
+
+/// JSON sealed by the vault: an asynchronous `DataTransformer`.
+struct SealedTransformer: DataTransformer {
+    let name = "sealed-json"
+    let vault: KeyVault
+
+    func encode<T: Encodable & Sendable>(_ item: T) async throws -> Data {
+        let sealed = await vault.seal(try JSONEncoder().encode(item))
+        // What is stored is not the JSON.
+        guard (try? JSONSerialization.jsonObject(with: sealed)) == nil else { throw CocoaError(.coderInvalidValue) }
+        return sealed
+    }
+
+    func decode<T: Decodable & Sendable>(_ type: T.Type, from data: Data) async throws -> T {
+        try JSONDecoder().decode(type, from: await vault.open(data))
     }
 }
