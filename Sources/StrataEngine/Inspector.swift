@@ -15,8 +15,13 @@ public final class Inspector: Sendable {
     public let database: Database
     let store: PageStore
 
-    public init(path: String) throws {
-        database = try Database(path: path, options: Database.Options(readOnly: true))
+    /// - Parameter cacheSize: the decoded-page cache's budget (`Database.Options.cacheSize`);
+    ///   a long-running inspector such as Studio bounds it below the default.
+    /// - Throws: `StrataError` when the file cannot be opened or read.
+    public init(path: String, cacheSize: Int = Database.Options.defaultCacheSize) throws {
+        var options = Database.Options(readOnly: true)
+        options.cacheSize = cacheSize
+        database = try Database(path: path, options: options)
         store = try database.snapshot().store
     }
 

@@ -18,6 +18,9 @@ import Synchronization
 public final class Studio: Sendable {
     /// The file shown.
     public let path: String
+    /// The decoded-page budget of Studio's read-only handle: enough for the views' working
+    /// set, and a bound on what a walk of a large file (space analysis) leaves in memory.
+    public static let cacheSize = 256 << 20
     let events = CommitEvents()
     private let file = Mutex(OpenFile())
     private let requestGuard = Mutex<RequestGuard?>(nil)
@@ -103,7 +106,7 @@ public final class Studio: Sendable {
     func inspector() throws -> Inspector {
         try file.withLock { file in
             if let inspector = file.inspector { return inspector }
-            let inspector = try Inspector(path: path)
+            let inspector = try Inspector(path: path, cacheSize: Self.cacheSize)
             file.inspector = inspector
             file.watch = inspector.database.watchCommits { [weak self] result in self?.followed(result) }
             return inspector
