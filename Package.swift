@@ -42,6 +42,9 @@ let package = Package(
         // For StrataStudio only; without its default traits (swift-configuration, full
         // Foundation), which Studio does not use.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        // `swift package generate-documentation`: the DocC catalogs (Sources/*/*.docc). A
+        // command plugin, built only when that command runs.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // Hummingbird's own lifecycle (SIGINT/SIGTERM), for Studio's event streams to end on it.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],

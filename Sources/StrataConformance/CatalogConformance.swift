@@ -1,7 +1,7 @@
 import Foundation
 import Strata
 
-/// The catalog rules every backend keeps (README, "Changing your models"): a collection's
+/// The catalog rules every backend keeps (the "Models and schema changes" article, Strata.docc): a collection's
 /// field types and indexes are the truth, whichever model type writes to it.
 extension StorageConformance {
     public static let catalogChecks: [Check] = [

@@ -15,8 +15,10 @@ public final class Inspector: Sendable {
     public let database: Database
     let store: PageStore
 
-    /// - Parameter cacheSize: the decoded-page cache's budget (`Database.Options.cacheSize`);
-    ///   a long-running inspector such as Studio bounds it below the default.
+    /// - Parameters:
+    ///   - path: the file, opened read-only.
+    ///   - cacheSize: the decoded-page cache's budget (`Database.Options.cacheSize`); a
+    ///     long-running inspector such as Studio bounds it below the default.
     /// - Throws: `StrataError` when the file cannot be opened or read.
     public init(path: String, cacheSize: Int = Database.Options.defaultCacheSize) throws {
         var options = Database.Options(readOnly: true)

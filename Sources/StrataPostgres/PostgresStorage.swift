@@ -33,6 +33,7 @@ public final class PostgresStorage: SQLStorage, @unchecked Sendable {
     /// or a Unix socket with `postgres://user@/database?host=/var/run/postgresql`.
     ///
     /// - Parameters:
+    ///   - url: the server, database and credentials.
     ///   - schema: the PostgreSQL schema for the tables (created when missing): one per app
     ///     or tenant. Default `public`.
     ///   - maxConnections: the pool's size.

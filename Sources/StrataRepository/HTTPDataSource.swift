@@ -26,6 +26,7 @@ public struct HTTPDataSource<Item: Identifiable & Codable & Sendable>: DataSourc
     /// - Parameters:
     ///   - baseURL: the collection's URL, e.g. `https://api.example.com/books`.
     ///   - timeout: seconds to wait for an answer before `RepositoryError.timeout`.
+    ///   - session: the URLSession requests go through.
     public init(baseURL: URL, timeout: TimeInterval = 10, session: URLSession = .shared) {
         (self.baseURL, self.timeout, self.session) = (baseURL, timeout, session)
     }

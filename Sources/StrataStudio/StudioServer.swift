@@ -18,9 +18,11 @@ public enum StudioServer {
     /// Runs until the task is cancelled or the process receives SIGINT or SIGTERM.
     ///
     /// - Parameters:
+    ///   - studio: what to serve.
     ///   - host: the address to listen on. The default, 127.0.0.1, is reachable from this
     ///     machine only; requests must name this address (`RequestGuard`).
     ///   - port: 0 picks a free port; `onListening` receives the URL either way.
+    ///   - onListening: called once the server accepts connections, with its URL.
     /// - Throws: when the address cannot be bound (the port is in use, or not permitted).
     public static func run(_ studio: Studio, host: String = "127.0.0.1", port: Int = 8080,
                            onListening: @escaping @Sendable (String) -> Void) async throws {

@@ -82,7 +82,7 @@ struct CompileTimeErrorTests {
             """, kind: "warning")
         // "no 'async' operations occur within 'await' expression" would mean the blocking
         // overload was chosen. (Top-level code is the exception: the compiler ranks
-        // overloads there as in a synchronous context, swiftlang/swift#74459; README, Async.)
+        // overloads there as in a synchronous context, swiftlang/swift#74459; GettingStarted.md, Async.)
         #expect(warnings.filter { $0.contains("no 'async' operations") } == [], "\(warnings)")
     }
 }

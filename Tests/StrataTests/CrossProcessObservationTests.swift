@@ -76,7 +76,7 @@ struct CrossProcessObservationTests {
             let seen = try await results.next()
             let latency = committed.duration(to: .now)
             #expect(seen?.map(\.id) == [2])
-            // README documents inotify latency (milliseconds) and, without it, the 100 ms poll;
+            // The Live queries article documents inotify latency (milliseconds) and, without it, the 100 ms poll;
             // the bound leaves room for a loaded CI machine.
             #expect(latency < .seconds(1), "delivered \(latency) after the other process exited")
             #expect(reader.activeObservers == 1)

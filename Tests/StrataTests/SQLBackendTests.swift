@@ -68,7 +68,7 @@ struct SQLBackendTests {
         let unindexed = try storage.explain(Song.filter(\.rating > 4).sorted(by: \.title))
         #expect(unindexed.residualFilter && unindexed.description.contains("then in Swift: filter"))
         #expect(try storage.read(Song.filter(\.rating > 4).sorted(by: \.title)).map(\.id) == [1, 3])
-        // The README's example, verbatim.
+        // The example in the "Backends and moving data" article, verbatim.
         #expect(try storage.explain(Song.filter(\.plays > 15).filter(\.rating > 4)).description.hasSuffix(
             "FROM \"Song\" WHERE (strata_ix_3a07e39800731a4a >= key(after (15))) ORDER BY strata_key; then in Swift: filter"))
         try? storage.close()

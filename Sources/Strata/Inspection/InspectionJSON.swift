@@ -5,7 +5,10 @@ import StrataEngine
 /// keys sorted, dates as `InstantText` writes them (ISO 8601 in UTC with `Z`, proleptic
 /// Gregorian, milliseconds), slashes unescaped.
 public enum InspectionJSON {
-    /// - Parameter pretty: indented, for people; compact otherwise.
+    /// - Parameters:
+    ///   - value: the report.
+    ///   - pretty: indented, for people; compact otherwise.
+    /// - Returns: the JSON text.
     /// - Throws: `EncodingError` when a value cannot be written as JSON (a NaN double).
     public static func encode<T: Encodable>(_ value: T, pretty: Bool = false) throws -> String {
         let encoder = JSONEncoder()

@@ -27,6 +27,7 @@ public struct VerificationReport: Codable, Sendable, Equatable {
     /// an app may keep writing (the check covers the state as of opening).
     ///
     /// - Parameters:
+    ///   - path: the file.
     ///   - quick: only frame checksums and the commit chain; no trees, no indexes.
     ///   - progress: (bytes done, bytes total) as frames are checked.
     /// - Returns: the faults found; damage that stops the file opening is one of them.

@@ -355,9 +355,16 @@ extension CollectionInspector {
     /// let plan = try inspector.find(in: "users", where: adults, timeLimit: .seconds(2)) { _ in count += 1; return true }
     /// ```
     ///
-    /// - Parameter timeLimit: stop with `QueryTimeLimitExceeded` once the query has run
-    ///   this long (checked as records are examined); records already passed to `body` stay
-    ///   delivered.
+    /// - Parameters:
+    ///   - name: the collection.
+    ///   - predicate: the condition, or nil for every record.
+    ///   - sort: fields and directions; primary-key order when empty.
+    ///   - limit: at most this many records.
+    ///   - offset: skip this many matches first.
+    ///   - timeLimit: stop with `QueryTimeLimitExceeded` once the query has run this long
+    ///     (checked as records are examined); records already passed to `body` stay
+    ///     delivered.
+    ///   - body: receives each record; returns false to stop.
     /// - Returns: the plan used.
     /// - Throws: `QueryTimeLimitExceeded`, `StorageError.collectionNotFound` for an unknown
     ///   collection, `StrataError` when the file cannot be read.

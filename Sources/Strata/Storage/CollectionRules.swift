@@ -28,7 +28,7 @@ package enum CollectionRules {
     /// The error for a field written with another type than the one stored.
     package static func typeConflict<M>(collection: String, field: String, stored: StoredType, written: StoredType, by model: M.Type) -> StorageError {
         StorageError.schemaMismatch(collection: collection, reason: "field '\(field)' is stored as \(stored.rawValue), but \(M.self) writes \(written.rawValue); "
-            + "a field keeps its type (README, \"Changing your models\"): write the new type under a new field name, or copy the records into a new collection")
+            + "a field keeps its type (the \"Models and schema changes\" article): write the new type under a new field name, or copy the records into a new collection")
     }
 
     package static func describe(_ index: CatalogEntry.Index) -> String {

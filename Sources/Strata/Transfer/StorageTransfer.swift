@@ -35,6 +35,9 @@ public enum StorageTransfer {
     /// Copies every record of each model type's collection from `source` to `destination`.
     ///
     /// - Parameters:
+    ///   - types: the model types whose collections to copy.
+    ///   - source: the storage read.
+    ///   - destination: the storage written; its collections must be empty.
     ///   - batchSize: records per destination transaction.
     ///   - progress: called after each batch.
     /// - Throws: `TransferError.destinationNotEmpty` before copying into a collection that
