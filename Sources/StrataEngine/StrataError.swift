@@ -21,11 +21,17 @@ public enum StrataError: Error, Sendable, Equatable, DescribedError {
     case readOnly(path: String)
     /// The database handle has been closed.
     case closed(path: String)
+    /// No tree of this name exists; create it with `createTree`.
     case treeNotFound(String)
+    /// `createTree` was asked for a name that exists (pass `ifNotExists: true` to allow it).
     case treeAlreadyExists(String)
+    /// Tree names are 1 to 255 bytes of UTF-8.
     case invalidTreeName(String)
+    /// A key longer than a quarter of the page size.
     case keyTooLarge(size: Int, limit: Int)
+    /// Keys are at least one byte.
     case emptyKey
+    /// A value longer than `Database.maxValueSize`.
     case valueTooLarge(size: Int, limit: Int)
     /// The transaction was already committed or rolled back.
     case transactionFinished

@@ -137,14 +137,18 @@ public struct Filter<M>: @unchecked Sendable {
         self.evaluate = evaluate
     }
 
+    /// Both conditions; the planner may answer either from an index.
     public static func && (a: Filter, b: Filter) -> Filter {
         Filter(plan: .and([a.plan, b.plan])) { a.evaluate($0) && b.evaluate($0) }
     }
 
+    /// Either condition; equalities on one field become an IN the planner answers from an
+    /// index.
     public static func || (a: Filter, b: Filter) -> Filter {
         Filter(plan: .or(a.plan, b.plan)) { a.evaluate($0) || b.evaluate($0) }
     }
 
+    /// The condition negated (checked on each record).
     public static prefix func ! (a: Filter) -> Filter {
         Filter(plan: .opaque) { !a.evaluate($0) }
     }
@@ -264,21 +268,41 @@ public struct Filter<M>: @unchecked Sendable {
     }
 }
 
+/// The field equals `value`: answered from the primary key or an index on the field.
+///
+/// ```swift
+/// User.filter(\.city == "Oslo")
+/// ```
 public func == <M, V: KeyComponent & Equatable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> {
     Filter(plan: .field(keyPath, .equal(toAnyOf: [Key(value).bytes]))) { $0[keyPath: keyPath] == value }
 }
 
+/// The field differs from `value` (checked on each record; on its stored bytes when the
+/// model declares the field).
 public func != <M, V: KeyComponent & Equatable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> {
     Filter(plan: .opaque) { $0[keyPath: keyPath] != value }
 }
 
-/// Compares an optional field with a value: nil matches no comparison (as NULL in SQL).
+/// The optional field is less than `value`: nil matches no comparison (as NULL in SQL).
+/// Ranges on the primary key or an indexed field are read from its tree.
 public func < <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V?>, value: V) -> Filter<M> { .compare(keyPath, .lessThan, value) }
+/// The optional field is at most `value`; nil matches no comparison.
 public func <= <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V?>, value: V) -> Filter<M> { .compare(keyPath, .lessThanOrEqual, value) }
+/// The optional field is greater than `value`; nil matches no comparison.
 public func > <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V?>, value: V) -> Filter<M> { .compare(keyPath, .greaterThan, value) }
+/// The optional field is at least `value`; nil matches no comparison.
 public func >= <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V?>, value: V) -> Filter<M> { .compare(keyPath, .greaterThanOrEqual, value) }
 
+/// The field is less than `value`. Ranges on the primary key or an indexed field are read
+/// from its tree; other fields are checked on each record's stored bytes.
+///
+/// ```swift
+/// User.filter(\.age >= 18 && \.age < 65)
+/// ```
 public func < <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> { .compare(keyPath, .lessThan, value) }
+/// The field is at most `value`.
 public func <= <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> { .compare(keyPath, .lessThanOrEqual, value) }
+/// The field is greater than `value`.
 public func > <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> { .compare(keyPath, .greaterThan, value) }
+/// The field is at least `value`.
 public func >= <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> { .compare(keyPath, .greaterThanOrEqual, value) }

@@ -17,7 +17,9 @@ public struct Query<M: Model>: Sendable {
     var filters: [Filter<M>] = []
     var predicates: [Predicate<M>] = []
     package var sortKeys: [SortKey<M>] = []
+    /// At most this many models are returned; nil for all.
     public private(set) var limit: Int?
+    /// This many matches are skipped first.
     public private(set) var offset = 0
     /// The stored fields to decode, when the query reads only some (`only`, `except`).
     public private(set) var projection: Projection?
@@ -45,14 +47,27 @@ public struct Query<M: Model>: Sendable {
         }
     }
 
+    /// Every model of the type, in primary-key order; narrow it with `filter`, order it
+    /// with `sorted`, page it with `offset` and `limit`.
     public init(_ type: M.Type = M.self) {}
 
+    /// The query with `filter` added: a model must also meet it (conditions are AND-ed).
+    ///
+    /// ```swift
+    /// User.query().filter(\.age >= 18).filter(.in(\.city, ["Oslo", "Lima"]))
+    /// ```
     public func filter(_ filter: Filter<M>) -> Query {
         var copy = self
         copy.filters.append(filter)
         return copy
     }
 
+    /// The query with a Foundation predicate added; the planner reads the conditions it
+    /// can answer from indexes out of the predicate's expression tree.
+    ///
+    /// ```swift
+    /// User.query().filter(#Predicate { $0.age >= 18 && $0.name.starts(with: "A") })
+    /// ```
     public func filter(_ predicate: Predicate<M>) -> Query {
         var copy = self
         copy.predicates.append(predicate)
@@ -95,12 +110,16 @@ public struct Query<M: Model>: Sendable {
         return copy
     }
 
+    /// At most `count` models (negative counts as 0). With a sort and no index to read in
+    /// order, only the best `offset + count` are kept while reading (a bounded top-k).
     public func limit(_ count: Int) -> Query {
         var copy = self
         copy.limit = max(0, count)
         return copy
     }
 
+    /// Skips the first `count` matches (negative counts as 0). For deep pages prefer keyset
+    /// paging: a filter on the sort field from the last model seen.
     public func offset(_ count: Int) -> Query {
         var copy = self
         copy.offset = max(0, count)

@@ -4,8 +4,10 @@
 /// let storage = AnyStorage(inTests ? try MemoryStorage() : try StrataStorage(path: path))
 /// ```
 public struct AnyStorage: Storage {
+    /// The storage every call goes to.
     public let base: any Storage
 
+    /// Wraps `base`.
     public init(_ base: any Storage) { self.base = base }
 
     public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R { try base.read(body) }

@@ -77,7 +77,9 @@ public protocol Storage: Sendable {
 }
 
 extension Storage {
+    /// Nothing to release, for backends without a file or connection.
     public func close() throws {}
+    /// Nothing to catch up with, for backends whose every read starts at the newest commit.
     public func refresh() throws {}
 }
 
@@ -129,8 +131,10 @@ extension StorageReader {
     /// Every model of the type, in primary-key order.
     public func readAll<M: Model>(_ type: M.Type) throws -> [M] { try read(Query<M>()) }
 
+    /// The first model `query` returns, or nil.
     public func first<M: Model>(_ query: Query<M>) throws -> M? { try read(query.limit(1)).first }
 
+    /// Whether any model matches `query`.
     public func exists<M: Model>(_ query: Query<M>) throws -> Bool { try first(query) != nil }
 }
 
@@ -164,29 +168,96 @@ extension StorageWriter {
     }
 }
 
-// One-shot operations, each in its own transaction.
+// One-shot operations, each in its own transaction: the transaction's method of the same
+// name, run in `read { … }` or `write { … }`. Group several in one `write` to commit them
+// together.
 extension Storage {
+    /// Inserts a model that must not exist yet, in a transaction of its own.
+    ///
+    /// ```swift
+    /// try storage.create(User(id: 1, name: "Ada", age: 36))
+    /// ```
+    /// - Returns: the model as stored (an auto-incrementing schema assigns its id).
+    /// - Throws: `StorageError.duplicateKey` when a record has its primary key,
+    ///   `.uniqueViolation` when a unique index already holds its value; the storage's errors.
     @discardableResult
     public func create<M: Model>(_ model: M) throws -> M { try write { try $0.create(model) } }
+
+    /// Inserts or replaces a model by primary key (an upsert), in a transaction of its own.
+    /// - Returns: the model as stored (an auto-incrementing schema assigns a new one's id).
+    /// - Throws: `StorageError.uniqueViolation` when a unique index's value is held by
+    ///   another record; the storage's errors.
     @discardableResult
     public func persist<M: Model>(_ model: M) throws -> M { try write { try $0.persist(model) } }
+
     /// Upserts several models atomically: all or none.
+    /// - Throws: as `persist(_:)` for one model; nothing is stored then.
     public func persist<M: Model>(_ models: [M]) throws { try write { try $0.persist(models) } }
+
+    /// The model with this primary key, or nil.
+    /// - Throws: `RecordError` when the stored record cannot be decoded as `M`; the
+    ///   storage's errors.
     public func read<M: Model>(_ type: M.Type, primaryKey: some KeyComponent) throws -> M? { try read { try $0.read(type, primaryKey: primaryKey) } }
+
+    /// The models with these primary keys, in the order given; missing keys are skipped.
+    /// - Throws: as `read(_:primaryKey:)`.
     public func read<M: Model, K: KeyComponent>(_ type: M.Type, primaryKeys: [K]) throws -> [M] { try read { try $0.read(type, primaryKeys: primaryKeys) } }
+
+    /// The models matching `query`, in its order (primary-key order when unsorted).
+    ///
+    /// ```swift
+    /// let page = try storage.read(User.filter(\.age >= 18).sorted(by: \.name).limit(20))
+    /// ```
+    /// - Throws: `RecordError` for a record that cannot be decoded; the storage's errors.
     public func read<M: Model>(_ query: Query<M>) throws -> [M] { try read { try $0.read(query) } }
+
+    /// Every model of the type, in primary-key order.
+    /// - Throws: as `read(_:)`.
     public func readAll<M: Model>(_ type: M.Type) throws -> [M] { try read { try $0.readAll(type) } }
+
+    /// The first model `query` returns, or nil.
+    /// - Throws: as `read(_:)`.
     public func first<M: Model>(_ query: Query<M>) throws -> M? { try read { try $0.first(query) } }
+
+    /// Whether any model matches `query`.
+    /// - Throws: as `read(_:)`.
     public func exists<M: Model>(_ query: Query<M>) throws -> Bool { try read { try $0.exists(query) } }
+
+    /// How many models match `query` (its offset and limit applied); answered from an index
+    /// without decoding records where the plan allows.
+    /// - Throws: as `read(_:)`.
     public func count<M: Model>(_ query: Query<M>) throws -> Int { try read { try $0.count(query) } }
+
+    /// How many models of the type are stored.
+    /// - Throws: the storage's errors.
     public func count<M: Model>(_ type: M.Type) throws -> Int { try count(Query<M>()) }
+
+    /// How `query` would run: the access path, range, what is filtered and sorted in
+    /// memory, the estimated rows and the alternatives considered. Reads no records.
+    /// - Throws: the storage's errors.
     public func explain<M: Model>(_ query: Query<M>) throws -> QueryPlan { try read { try $0.explain(query) } }
+
+    /// Deletes the model with this primary key, and its index entries.
+    /// - Returns: whether it existed.
+    /// - Throws: the storage's errors.
     @discardableResult
     public func erase<M: Model>(_ type: M.Type, primaryKey: some KeyComponent) throws -> Bool { try write { try $0.erase(type, primaryKey: primaryKey) } }
+
+    /// Deletes the models with these primary keys, atomically.
+    /// - Returns: how many existed.
+    /// - Throws: the storage's errors.
     @discardableResult
     public func erase<M: Model, K: KeyComponent>(_ type: M.Type, primaryKeys: [K]) throws -> Int { try write { try $0.erase(type, primaryKeys: primaryKeys) } }
+
+    /// Deletes every model matching `query`, atomically.
+    /// - Returns: how many were deleted.
+    /// - Throws: `RecordError` for a record that cannot be decoded to check; the storage's
+    ///   errors.
     @discardableResult
     public func erase<M: Model>(_ query: Query<M>) throws -> Int { try write { try $0.erase(query) } }
+
+    /// Deletes every model of the type; the collection and its indexes stay declared.
+    /// - Throws: the storage's errors.
     public func eraseAll<M: Model>(_ type: M.Type) throws { try write { try $0.eraseAll(type) } }
 }
 
@@ -195,10 +266,22 @@ extension Storage {
 // synchronous methods would otherwise outrank these protocol-extension ones even in async
 // code, and `try await storage.write { … }` would block a cooperative thread.
 extension Storage {
+    /// Runs `body` in a read transaction on Strata's own queue, not on a thread of the
+    /// cooperative pool.
+    ///
+    /// ```swift
+    /// let adults = try await storage.read { try $0.read(User.filter(\.age >= 18)) }
+    /// ```
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` or the storage throws.
     public func read<R: Sendable>(_ body: @escaping @Sendable (any StorageReader) throws -> R) async throws -> R {
         try await offload { try self.read(body) }
     }
 
+    /// Runs `body` in a write transaction on Strata's own queue: committed when it returns,
+    /// rolled back when it throws.
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` or the storage throws; nothing is committed then.
     @discardableResult
     public func write<R: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> R) async throws -> R {
         try await offload { try self.write(body) }
@@ -206,10 +289,13 @@ extension Storage {
 }
 
 extension StrataStorage {
+    /// `Storage.read(_:)` (async), declared on the type so that calls on it choose it in
+    /// async code over the type's own blocking `read`.
     public func read<R: Sendable>(_ body: @escaping @Sendable (any StorageReader) throws -> R) async throws -> R {
         try await offload { try self.read(body) }
     }
 
+    /// `Storage.write(_:)` (async), declared on the type for the same reason.
     @discardableResult
     public func write<R: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> R) async throws -> R {
         try await offload { try self.write(body) }
@@ -217,10 +303,13 @@ extension StrataStorage {
 }
 
 extension MemoryStorage {
+    /// `Storage.read(_:)` (async), declared on the type so that calls on it choose it in
+    /// async code over the type's own blocking `read`.
     public func read<R: Sendable>(_ body: @escaping @Sendable (any StorageReader) throws -> R) async throws -> R {
         try await offload { try self.read(body) }
     }
 
+    /// `Storage.write(_:)` (async), declared on the type for the same reason.
     @discardableResult
     public func write<R: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> R) async throws -> R {
         try await offload { try self.write(body) }

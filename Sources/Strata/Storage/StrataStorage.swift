@@ -12,6 +12,8 @@ import Synchronization
 /// let plan = try storage.explain(User.filter(\.age > 30))   // .indexRange(index: "age")
 /// ```
 public final class StrataStorage: Storage {
+    /// The engine database underneath: for its statistics, checkpoints and compaction, or
+    /// for trees of your own beside the collections.
     public let database: Database
     /// The newest catalog entry of each collection seen, with the commit sequence of the
     /// snapshot it was read in. Field tables only grow, so a newer table decodes records of
@@ -22,10 +24,21 @@ public final class StrataStorage: Storage {
     /// The last catalog entry decoded for writing, by collection, with its stored bytes.
     private let decodedEntries = Mutex<[String: (bytes: [UInt8], state: CollectionState)]>([:])
 
+    /// Opens (or creates) the file at `path`.
+    ///
+    /// - Parameters:
+    ///   - path: the database file.
+    ///   - options: durability, cache size, read-only, checkpoint policy
+    ///     (`Database.Options`).
+    /// - Throws: `StrataError.locked` when another process writes the file;
+    ///   `StrataError.corruption` naming the offset of damage that stops it opening;
+    ///   `StrataError.unsupportedFormat` for a file written by a newer Strata; `.io` for
+    ///   operating-system failures.
     public convenience init(path: String, options: Database.Options = Database.Options()) throws {
         try self.init(database: Database(path: path, options: options))
     }
 
+    /// Typed storage on a database you opened yourself (in memory, say).
     public init(database: Database) {
         self.database = database
     }
