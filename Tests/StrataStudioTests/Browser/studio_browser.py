@@ -195,6 +195,12 @@ def test_demo(studio):
     check(studio.driver.find_elements(By.CSS_SELECTOR, "table.grid"), "the demo's tree view draws")
     studio.open("/browse/Member", "browse")
     check("Ada" in studio.text("table.records"), "the demo's members are listed")
+    studio.driver.find_element(By.CSS_SELECTOR, "table.records tbody tr td a").click()
+    studio.ready("record")
+    check(json.loads(studio.text("#record-json"))["name"] == "Ada", "the demo's first member opens as JSON")
+    studio.open("/verify?run=full", "verify")
+    studio.wait_for(lambda: len(studio.driver.find_elements(By.ID, "verify-result")) == 1, "verify answers on the demo file")
+    check(studio.text("#verify-result").startswith("clean"), "the demo file verifies clean")
     studio.open("/query?collection=Member&where=age%20%3E%3D%2080&run=1", "query")
     check(studio.text("#query-count").startswith("2 matches"), "the demo's query counts 2 members over 80")
 
