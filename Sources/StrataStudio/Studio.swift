@@ -94,6 +94,7 @@ public final class Studio: Sendable {
         case ["query"]: return try api.query()
         case ["stats"]: return try api.space()
         case let parts where parts.count == 2 && parts[0] == "tree": return try api.tree(parts[1])
+        case let parts where parts.count == 2 && parts[0] == "page": return try api.page(at: parts[1])
         case ["verify"]: return try api.verify()
         default: throw StudioError.notFound("no view at \(request.path); see the API list in docs/STUDIO.md")
         }

@@ -139,6 +139,14 @@ struct StudioAPI {
         })
     }
 
+    /// `storedump tree --page OFFSET --json`: one page frame decoded (a leaf's entries, a
+    /// branch's children); `hex=true` adds the frame's bytes.
+    func page(at text: String) throws -> StudioResponse {
+        guard let offset = UInt64(text) else { throw StudioError.badRequest("'\(text.prefix(40))' is not a page offset (a whole number)") }
+        let hex = request.query["hex"] == "true" || request.query["hex"] == "1"
+        return try .json(encoding: try studio.inspector().page(at: offset, hex: hex))
+    }
+
     /// `storedump verify --json` (`quick=true` for checksums and the commit chain only), run
     /// afresh on each request.
     func verify() throws -> StudioResponse {

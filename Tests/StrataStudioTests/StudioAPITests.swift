@@ -126,6 +126,19 @@ struct StudioAPITests {
         #expect((plan["text"] as? String)?.contains("index") == true && plan["alternatives"] is [Any])
     }
 
+    @Test("a page of a tree decodes to its entries or children, as storedump tree --page prints it")
+    func pageView() throws {
+        let fixture = try Fixture()
+        defer { fixture.close() }
+        let shape = try fixture.json("/api/tree/users")
+        let pages = try #require(shape["pages"] as? [[String: Any]])
+        let leaf = try #require(pages.first { $0["kind"] as? String == "leaf" })
+        let offset = try #require(leaf["offset"] as? Int)
+        let page = try fixture.json("/api/page/\(offset)")
+        #expect(page["kind"] as? String == "leaf" && (page["entries"] as? [Any])?.count == leaf["entries"] as? Int)
+        #expect(fixture.get("/api/page/not-a-number").status == 400)
+    }
+
     @Test("a predicate that does not parse is a 400 naming the column")
     func badPredicateNamesTheColumn() throws {
         let fixture = try Fixture()

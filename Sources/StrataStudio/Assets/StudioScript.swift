@@ -242,8 +242,21 @@ extension StudioAssets {
           table(["level", "pages", "fan-out", "fill"], shape.levels.map(l => [String(l.depth), String(l.pages), l.averageFanOut.toFixed(1), percent(l.fill)])),
           el("h3", {}, "Pages"),
           table(["page", "level", "kind", "entries", "bytes", "first key", "last key"], shape.pages.map(p => [
-            p.offset === undefined || p.offset === null ? "(memory)" : "@" + p.offset, String(p.depth), p.kind, String(p.entries), String(p.bytes), p.firstKey || "", p.lastKey || ""])),
+            p.offset === undefined || p.offset === null ? "(memory)" : link("#/page/" + p.offset, "@" + p.offset), String(p.depth), p.kind, String(p.entries), String(p.bytes), p.firstKey || "", p.lastKey || ""])),
           shape.pagesOmitted ? el("p", { className: "muted" }, "… " + shape.pagesOmitted + " more pages (storedump tree --json lists them all)") : null);
+      },
+
+      async page(route) {
+        const offset = route.args[0];
+        const page = await api("/api/page/" + enc(offset));
+        const rows = page.kind === "leaf"
+          ? table(["key", "value bytes", "out of line"], page.entries.map(e => [e.key, String(e.valueLength), e.valueOffset === undefined || e.valueOffset === null ? "" : "@" + e.valueOffset]))
+          : table(["child", "length", "keys from"], page.children.map(c => [link("#/page/" + c.offset, "@" + c.offset), String(c.length), c.lowerKey || "(start)"]));
+        return el("section", { id: "page", "data-kind": page.kind },
+          el("h2", {}, page.kind + " page @" + page.offset),
+          el("p", { id: "page-summary" }, page.storedBytes + " bytes stored, " + page.rawBytes + " raw, " +
+            (page.kind === "leaf" ? page.entries.length + " entries" : page.children.length + " children")),
+          rows);
       },
 
       async verify(route) {
@@ -303,7 +316,7 @@ extension StudioAssets {
         live.textContent = "live · commit " + data.sequence;
         live.classList.remove("flash"); void live.offsetWidth; live.classList.add("flash");
         const view = parseRoute().view;
-        if (view !== "verify" && view !== "record") render();
+        if (view !== "verify" && view !== "record" && view !== "page") render();
       });
       events.onerror = () => { live.dataset.state = "reconnecting"; live.textContent = "reconnecting…"; };
     }
