@@ -1,6 +1,8 @@
 /// The outcome of `Database.compact()`.
 public struct CompactionResult: Sendable, Equatable {
+    /// The file's size before.
     public var bytesBefore: UInt64
+    /// The file's size after: its live data, written compactly.
     public var bytesAfter: UInt64
 }
 

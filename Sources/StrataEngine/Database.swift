@@ -38,6 +38,14 @@ public final class Database: Sendable {
         case truncateAtFirstBadFrame
     }
 
+    /// How a database is opened: durability, cache, read-only, page size, checkpoints,
+    /// recovery and logging.
+    ///
+    /// ```swift
+    /// var options = Database.Options(durability: .relaxed)
+    /// options.cacheSize = 256 << 20
+    /// let db = try Database(path: "bulk.strata", options: options)
+    /// ```
     public struct Options: Sendable {
         /// An eighth of physical memory, at least 64 MiB and at most 4 GiB.
         public static let defaultCacheSize: Int = {
@@ -45,6 +53,8 @@ public final class Database: Sendable {
             return Int(min(max(eighth, 64 << 20), 4 << 30))
         }()
 
+        /// When `commit()` returns: after fdatasync (`.full`, the default) or after the
+        /// write reaches the OS (`.relaxed`).
         public var durability: Durability = .full
         /// The byte budget of the decoded-page cache. Defaults to `defaultCacheSize`: an
         /// eighth of the machine's memory, so a tree of a few million records stays decoded
@@ -60,6 +70,8 @@ public final class Database: Sendable {
         public var checkpointLogBytes: UInt64 = 64 << 20
         /// Checkpoint in `close()`, so the next open replays nothing.
         public var checkpointOnClose = true
+        /// What opening does with damage followed by valid commits: refuse (`.strict`, the
+        /// default) or keep what precedes it (`.truncateAtFirstBadFrame`).
         public var recovery: RecoveryMode = .strict
         /// Where the engine reports what it repaired or could not do: a torn tail dropped
         /// at open (warning), a salvage that dropped valid commits, a failed automatic
@@ -67,6 +79,7 @@ public final class Database: Sendable {
         /// `statistics()`. Bootstrap swift-log's `LoggingSystem` to route them.
         public var logger = Logger(label: "strata.engine")
 
+        /// The defaults, with the durability and read-only choice given.
         public init(durability: Durability = .full, readOnly: Bool = false) {
             self.durability = durability
             self.readOnly = readOnly
@@ -76,7 +89,9 @@ public final class Database: Sendable {
     /// The largest value `put` accepts.
     public static let maxValueSize = 1 << 30
 
+    /// The file's path (`memory.strata` for `Database.inMemory`, whose file is in memory).
     public let path: String
+    /// The options the database was opened with.
     public let options: Options
     let fileSystem: any FileSystem
     private let gate = WriteGate()
@@ -184,6 +199,7 @@ public final class Database: Sendable {
     public struct Refresh: Sendable, Equatable {
         /// The commit sequence before and after.
         public var previousSequence: UInt64
+        /// The commit sequence after.
         public var sequence: UInt64
         /// The trees the new commits changed; nil when that cannot be told (the file was
         /// replaced by another process's compaction after commits this handle had not seen).
@@ -192,6 +208,7 @@ public final class Database: Sendable {
         /// Whether new commits became visible.
         public var hasChanges: Bool { sequence != previousSequence }
 
+        /// A refresh from `previousSequence` to `sequence` that changed `changedTrees`.
         public init(previousSequence: UInt64, sequence: UInt64, changedTrees: Set<String>?) {
             (self.previousSequence, self.sequence, self.changedTrees) = (previousSequence, sequence, changedTrees)
         }

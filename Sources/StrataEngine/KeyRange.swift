@@ -5,15 +5,22 @@
 /// try tx.scan("events", in: KeyRange(from: Key(100).bytes, to: Key(200).bytes)) { ... }
 /// ```
 public struct KeyRange: Sendable, Equatable {
+    /// One end of a range.
     public enum Bound: Sendable, Equatable {
+        /// No limit on this side.
         case unbounded
+        /// Up to and including this key.
         case included([UInt8])
+        /// Up to but not including this key.
         case excluded([UInt8])
     }
 
+    /// The smallest keys the range admits.
     public var lower: Bound
+    /// The largest keys the range admits.
     public var upper: Bound
 
+    /// The keys between `lower` and `upper`; every key by default.
     public init(lower: Bound = .unbounded, upper: Bound = .unbounded) {
         self.lower = lower
         self.upper = upper
@@ -49,6 +56,8 @@ public struct KeyRange: Sendable, Equatable {
     /// The smallest key above every key that starts with the complete elements `elements`.
     public static func afterElements(_ elements: [UInt8]) -> [UInt8] { elements + [0xFF] }
 
+    /// Every key that starts with the bytes `prefix` (for a typed prefix, whole elements,
+    /// see `startingWith(elements:)`).
     public static func prefix(_ prefix: [UInt8]) -> KeyRange {
         guard let successor = prefixSuccessor(prefix) else { return KeyRange(lower: .included(prefix)) }
         return KeyRange(lower: .included(prefix), upper: .excluded(successor))
@@ -88,6 +97,7 @@ public struct KeyRange: Sendable, Equatable {
         }
     }
 
+    /// Whether `key` lies in the range.
     public func contains(_ key: [UInt8]) -> Bool {
         key.withUnsafeBytes { isWithinLower($0) && isWithinUpper($0) }
     }

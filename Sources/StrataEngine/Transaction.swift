@@ -48,6 +48,8 @@ extension TreeReading {
         }
     }
 
+    /// Whether `tree` holds `key`, without reading its value.
+    /// - Throws: `StrataError.treeNotFound`; `.corruption` for damaged pages.
     public func contains(_ key: [UInt8], in tree: String) throws -> Bool {
         let handle = try treeHandle(tree, forIteration: false)
         return try key.withUnsafeBytes { try TreeReader.withValue(store: handle.store, root: handle.state.root, key: $0) { _ in true } } ?? false
@@ -95,13 +97,17 @@ public final class Snapshot: TreeReading, Sendable {
         self.sequence = sequence
     }
 
+    /// The tree's root and page store, for the reading operations `TreeReading` provides.
+    /// - Throws: `StrataError.treeNotFound`.
     public func treeHandle(_ name: String, forIteration: Bool) throws -> TreeHandle {
         guard let state = trees[name] else { throw StrataError.treeNotFound(name) }
         return TreeHandle(store: store, state: state)
     }
 
+    /// Every tree's name, sorted.
     public var treeNames: [String] { trees.keys.sorted() }
 
+    /// Whether a tree of this name exists.
     public func hasTree(_ name: String) -> Bool { trees[name] != nil }
 }
 
@@ -181,6 +187,8 @@ public final class WriteTransaction: TreeReading {
 
     var store: PageStore { changes.mutator.store }
 
+    /// The tree's root and page store, for the reading operations `TreeReading` provides.
+    /// - Throws: `StrataError.treeNotFound`.
     public func treeHandle(_ name: String, forIteration: Bool) throws -> TreeHandle {
         guard let state = changes.trees[name] else { throw StrataError.treeNotFound(name) }
         if forIteration {
@@ -190,8 +198,10 @@ public final class WriteTransaction: TreeReading {
         return TreeHandle(store: store, state: state)
     }
 
+    /// Every tree's name, sorted.
     public var treeNames: [String] { changes.trees.keys.sorted() }
 
+    /// Whether a tree of this name exists.
     public func hasTree(_ name: String) -> Bool { changes.trees[name] != nil }
 
     private func checkOpen() throws {
