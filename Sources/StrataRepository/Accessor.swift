@@ -26,8 +26,10 @@ import Strata
 /// Ids come from the collection's auto-increment counter, kept in the file: unique and
 /// increasing across reopens, never reused after a delete.
 public struct Accessor<T: Entity>: Sendable {
+    /// Where the entities are stored.
     public let storage: any Storage
 
+    /// An accessor for `T` on `storage`. Cheap: keep one in a `static let`.
     public init(storage: any Storage) {
         self.storage = storage
     }
@@ -80,10 +82,14 @@ public struct Accessor<T: Entity>: Sendable {
     @discardableResult
     public func delete(_ entity: T) throws -> Bool { try storage.erase(T.self, primaryKey: entity.id) }
 
+    /// The entity with this id, or nil.
+    /// - Throws: the storage's errors.
     public func find(_ id: Int64) throws -> T? { try storage.read(T.self, primaryKey: id) }
 
     /// Every entity, in id order.
     public func all() throws -> [T] { try storage.readAll(T.self) }
 
+    /// How many entities are stored.
+    /// - Throws: the storage's errors.
     public func count() throws -> Int { try storage.count(T.self) }
 }

@@ -10,23 +10,35 @@
 /// let login = Repository<Session>(sources: [HTTPDataSource(baseURL: auth)], strategy: .networkOnly)
 /// ```
 public struct Repository<Item: Identifiable & Codable & Sendable>: Sendable where Item.ID == String {
+    /// The sources, fastest first; the last is the source of truth.
     public let sources: [any DataSource<Item>]
+    /// How reads and writes are spread over the sources.
     public let strategy: any RepositoryStrategy
     /// What empties the caches (every source but the last) when the source of truth
     /// changes behind them; nil: nothing does.
     public let invalidation: CacheInvalidation?
 
+    /// - Parameters:
+    ///   - sources: at least one source, fastest first.
+    ///   - strategy: `.firstMatch` (the article's), `.cacheThrough`, `.writeThrough`,
+    ///     `.networkOnly`, or your own.
+    ///   - invalidation: what empties the caches when the source of truth changes behind
+    ///     them (`CacheInvalidation(storage:)` follows a Strata storage's commits).
     public init(sources: [any DataSource<Item>], strategy: any RepositoryStrategy = .firstMatch, invalidation: CacheInvalidation? = nil) {
         precondition(!sources.isEmpty, "a repository needs at least one data source")
         (self.sources, self.strategy, self.invalidation) = (sources, strategy, invalidation)
     }
 
+    /// Every item, from the source the strategy reads.
+    /// - Throws: the last source's error when no source answers.
     public func getAll() async throws -> [Item] {
         try await read(ReadOperation(perform: { try await $0.getAll() }, fill: { source, items in
             for item in items { try await source.upsert(item) }
         }))
     }
 
+    /// The item with this id, from the first source that has it (per the strategy).
+    /// - Throws: `RepositoryError.recordNotFound` when no source has it; a source's error.
     public func getById(_ id: String) async throws -> Item {
         try await read(ReadOperation(perform: { try await $0.getById(id) }, fill: { try await $0.upsert($1) }))
     }
@@ -42,12 +54,17 @@ public struct Repository<Item: Identifiable & Codable & Sendable>: Sendable wher
         }))
     }
 
+    /// Adds an item, to the sources the strategy writes.
+    /// - Throws: `RepositoryError.alreadyExists`; `.writeFailed` when a write-through
+    ///   source fails (the others are undone); a source's error.
     public func insert(_ item: Item) async throws {
         try await strategy.write(sources, WriteOperation(id: item.id, perform: { try await $0.insert(item) }, prepareUndo: { source in
             { try await source.deleteById(item.id) }
         }))
     }
 
+    /// Replaces an item, in the sources the strategy writes.
+    /// - Throws: `RepositoryError.recordNotFound`; `.writeFailed` as for `insert`.
     public func update(_ item: Item) async throws {
         try await strategy.write(sources, WriteOperation(id: item.id, perform: { try await $0.update(item) }, prepareUndo: { source in
             let previous = try await source.getById(item.id)
@@ -55,6 +72,8 @@ public struct Repository<Item: Identifiable & Codable & Sendable>: Sendable wher
         }))
     }
 
+    /// Removes an item from the sources the strategy writes.
+    /// - Throws: `RepositoryError.recordNotFound`; `.writeFailed` as for `insert`.
     public func deleteById(_ id: String) async throws {
         try await strategy.write(sources, WriteOperation(id: id, perform: { try await $0.deleteById(id) }, prepareUndo: { source in
             let previous = try await source.getById(id)
@@ -62,6 +81,8 @@ public struct Repository<Item: Identifiable & Codable & Sendable>: Sendable wher
         }))
     }
 
+    /// Removes every item from the sources the strategy writes.
+    /// - Throws: `RepositoryError.writeFailed` as for `insert`; a source's error.
     public func clean() async throws {
         try await strategy.write(sources, WriteOperation(id: nil, perform: { try await $0.clean() }, prepareUndo: { source in
             let previous = try await source.getAll()
@@ -73,7 +94,9 @@ public struct Repository<Item: Identifiable & Codable & Sendable>: Sendable wher
 /// A read a strategy runs on one source, and how to store its result in another (for
 /// strategies that fill caches).
 public struct ReadOperation<Item: Identifiable & Codable & Sendable, Value: Sendable>: Sendable where Item.ID == String {
+    /// Reads from one source.
     public let perform: @Sendable (any DataSource<Item>) async throws -> Value
+    /// Stores what was read in another source (a cache).
     public let fill: @Sendable (any DataSource<Item>, Value) async throws -> Void
 }
 
@@ -82,7 +105,9 @@ public struct ReadOperation<Item: Identifiable & Codable & Sendable, Value: Send
 public struct WriteOperation<Item: Identifiable & Codable & Sendable>: Sendable where Item.ID == String {
     /// The item written, or nil when the write is about every item (`clean`).
     public let id: String?
+    /// Writes to one source.
     public let perform: @Sendable (any DataSource<Item>) async throws -> Void
+    /// Reads what the write will replace and returns how to put it back.
     public let prepareUndo: @Sendable (any DataSource<Item>) async throws -> @Sendable () async throws -> Void
 }
 
@@ -90,7 +115,11 @@ public struct WriteOperation<Item: Identifiable & Codable & Sendable>: Sendable 
 /// values (`.firstMatch`, `.cacheThrough`, `.writeThrough`, `.networkOnly`); an app can
 /// write its own.
 public protocol RepositoryStrategy: Sendable {
+    /// Runs `operation` on the sources it picks and returns the value read.
+    /// - Throws: what the sources throw, as the strategy decides.
     func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value
+    /// Runs `operation` on the sources it picks.
+    /// - Throws: what the sources throw, as the strategy decides.
     func write<Item>(_ sources: [any DataSource<Item>], _ operation: WriteOperation<Item>) async throws
 }
 
@@ -108,6 +137,7 @@ func firstAnswer<Item, Value>(_ sources: [any DataSource<Item>], _ operation: Re
 /// The article's strategy: read from the first source that has the item; write to the first
 /// source only.
 public struct FirstMatchStrategy: RepositoryStrategy {
+    /// The strategy (it has no settings).
     public init() {}
     public func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value {
         try await firstAnswer(sources, operation).value
@@ -122,6 +152,7 @@ public struct FirstMatchStrategy: RepositoryStrategy {
 /// then to each cache; a cache that cannot take the write (it evicted the item, say) drops
 /// its copy instead, so it never serves a stale one.
 public struct CacheThroughStrategy: RepositoryStrategy {
+    /// The strategy (it has no settings).
     public init() {}
     public func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value {
         let (value, index) = try await firstAnswer(sources, operation)
@@ -143,6 +174,7 @@ public struct CacheThroughStrategy: RepositoryStrategy {
 /// written and throw `RepositoryError.writeFailed` naming the failing source and what was
 /// undone. Reads come from the first source that answers.
 public struct WriteThroughStrategy: RepositoryStrategy {
+    /// The strategy (it has no settings).
     public init() {}
     public func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value {
         try await firstAnswer(sources, operation).value
@@ -175,6 +207,7 @@ public struct WriteThroughStrategy: RepositoryStrategy {
 public struct SingleSourceStrategy: RepositoryStrategy {
     /// The source's position; nil means the last.
     public let index: Int?
+    /// - Parameter index: the source's position; nil for the last.
     public init(index: Int? = nil) { self.index = index }
 
     public func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value {
@@ -186,17 +219,21 @@ public struct SingleSourceStrategy: RepositoryStrategy {
 }
 
 extension RepositoryStrategy where Self == FirstMatchStrategy {
+    /// Read from the first source that has the item; write to the first source.
     public static var firstMatch: FirstMatchStrategy { FirstMatchStrategy() }
 }
 
 extension RepositoryStrategy where Self == CacheThroughStrategy {
+    /// Read through the caches, filling them; write to the source of truth, then the caches.
     public static var cacheThrough: CacheThroughStrategy { CacheThroughStrategy() }
 }
 
 extension RepositoryStrategy where Self == WriteThroughStrategy {
+    /// Write to every source, undoing on failure; read from the first that answers.
     public static var writeThrough: WriteThroughStrategy { WriteThroughStrategy() }
 }
 
 extension RepositoryStrategy where Self == SingleSourceStrategy {
+    /// Every read and write goes to the last source.
     public static var networkOnly: SingleSourceStrategy { SingleSourceStrategy() }
 }
