@@ -33,12 +33,17 @@ public enum DAOError: Error, DescribedError {
 /// half-written. Predicates and orderings are written on the database model with
 /// `#Predicate` and key paths (`NSPredicate` format strings do not exist on Linux).
 public final class DAO<S: Storage, T: Translator>: Sendable {
+    /// What the app works with.
     public typealias PlainModel = T.PlainModel
+    /// What is stored.
     public typealias DatabaseModel = T.DatabaseModel
 
+    /// Where the database models are stored; swap it, keep everything else.
     public let storage: S
+    /// Converts between plain objects and database models.
     public let translator: T
 
+    /// A DAO for the translator's types on `storage`.
     public init(storage: S, translator: T) {
         self.storage = storage
         self.translator = translator
@@ -88,6 +93,8 @@ public final class DAO<S: Storage, T: Translator>: Sendable {
 
     // MARK: Read
 
+    /// The plain object with this identifier, or nil.
+    /// - Throws: `DAOError.translationFailed` naming the object; the storage's errors.
     public func read(byPrimaryKey id: UniqueID) throws -> PlainModel? {
         try readTransaction { tx in try tx.read(DatabaseModel.self, primaryKey: id).map { try plain($0, in: tx) } }
     }
@@ -102,14 +109,18 @@ public final class DAO<S: Storage, T: Translator>: Sendable {
         try read(Query<DatabaseModel>())
     }
 
+    /// The plain objects whose database models match `predicate`, in primary-key order.
     public func read(predicatedBy predicate: Predicate<DatabaseModel>) throws -> [PlainModel] {
         try read(Query<DatabaseModel>().filter(predicate))
     }
 
+    /// Every plain object, ordered by a database-model field.
     public func read<V: Comparable>(orderedBy keyPath: KeyPath<DatabaseModel, V> & Sendable, ascending: Bool = true) throws -> [PlainModel] {
         try read(Query<DatabaseModel>().sorted(by: keyPath, ascending: ascending))
     }
 
+    /// The plain objects matching `predicate`, ordered by a field, after `offset`, at most
+    /// `limit`.
     public func read<V: Comparable>(predicatedBy predicate: Predicate<DatabaseModel>, orderedBy keyPath: KeyPath<DatabaseModel, V> & Sendable,
                                     ascending: Bool = true, limit: Int? = nil, offset: Int = 0) throws -> [PlainModel] {
         var query = Query<DatabaseModel>().filter(predicate).sorted(by: keyPath, ascending: ascending).offset(offset)
@@ -145,6 +156,7 @@ public final class DAO<S: Storage, T: Translator>: Sendable {
         return observe(query)
     }
 
+    /// How many stored objects match `predicate` (all, when nil); nothing is translated.
     public func count(predicatedBy predicate: Predicate<DatabaseModel>? = nil) throws -> Int {
         try readTransaction { tx in try tx.count(predicate.map { Query<DatabaseModel>().filter($0) } ?? Query<DatabaseModel>()) }
     }
@@ -168,6 +180,8 @@ public final class DAO<S: Storage, T: Translator>: Sendable {
     }
 
     @discardableResult
+    /// Erases the object with this identifier (related records as the translator decides).
+    /// - Returns: whether it existed.
     public func erase(byPrimaryKey id: UniqueID) throws -> Bool {
         try erase(byPrimaryKeys: [id]) == 1
     }
@@ -184,6 +198,8 @@ public final class DAO<S: Storage, T: Translator>: Sendable {
     }
 
     @discardableResult
+    /// Erases every object whose database model matches `predicate`.
+    /// - Returns: how many were erased.
     public func erase(predicatedBy predicate: Predicate<DatabaseModel>) throws -> Int {
         try write { tx in
             let models = try tx.read(Query<DatabaseModel>().filter(predicate))
@@ -223,38 +239,47 @@ public final class DAO<S: Storage, T: Translator>: Sendable {
 
 // Async variants: the work runs off the cooperative pool, as the storage's async API does.
 extension DAO {
+    /// The method of the same name above, run off the caller's thread.
     public func persist(_ plains: [PlainModel]) async throws {
         try await offload { try self.persist(plains) }
     }
 
+    /// The method of the same name above, run off the caller's thread.
     public func read() async throws -> [PlainModel] {
         try await offload { try self.read() }
     }
 
+    /// The method of the same name above, run off the caller's thread.
     public func read(byPrimaryKey id: UniqueID) async throws -> PlainModel? {
         try await offload { try self.read(byPrimaryKey: id) }
     }
 
+    /// The method of the same name above, run off the caller's thread.
     public func read(_ query: Query<DatabaseModel>) async throws -> [PlainModel] {
         try await offload { try self.read(query) }
     }
 
+    /// The method of the same name above, run off the caller's thread.
     public func persist(_ plain: PlainModel) async throws {
         try await offload { try self.persist(plain) }
     }
 
+    /// The method of the same name above, run off the caller's thread.
     public func persist(_ plains: [PlainModel], erasingOthers: Bool) async throws {
         try await offload { try self.persist(plains, erasingOthers: erasingOthers) }
     }
 
+    /// The method of the same name above, run off the caller's thread.
     public func read(byPrimaryKeys ids: [UniqueID]) async throws -> [PlainModel] {
         try await offload { try self.read(byPrimaryKeys: ids) }
     }
 
+    /// The method of the same name above, run off the caller's thread.
     public func read(predicatedBy predicate: Predicate<DatabaseModel>) async throws -> [PlainModel] {
         try await offload { try self.read(predicatedBy: predicate) }
     }
 
+    /// The method of the same name above, run off the caller's thread.
     public func read<V: Comparable>(predicatedBy predicate: Predicate<DatabaseModel>, orderedBy keyPath: KeyPath<DatabaseModel, V> & Sendable,
                                     ascending: Bool = true, limit: Int? = nil, offset: Int = 0) async throws -> [PlainModel] {
         // The query is Sendable; the key path's value type need not be.
@@ -264,19 +289,23 @@ extension DAO {
         return try await offload { try self.read(built) }
     }
 
+    /// The method of the same name above, run off the caller's thread.
     public func count(predicatedBy predicate: Predicate<DatabaseModel>? = nil) async throws -> Int {
         try await offload { try self.count(predicatedBy: predicate) }
     }
 
+    /// The method of the same name above, run off the caller's thread.
     public func erase() async throws {
         try await offload { try self.erase() }
     }
 
+    /// The method of the same name above, run off the caller's thread.
     @discardableResult
     public func erase(byPrimaryKeys ids: [UniqueID]) async throws -> Int {
         try await offload { try self.erase(byPrimaryKeys: ids) }
     }
 
+    /// The method of the same name above, run off the caller's thread.
     @discardableResult
     public func erase(predicatedBy predicate: Predicate<DatabaseModel>) async throws -> Int {
         try await offload { try self.erase(predicatedBy: predicate) }

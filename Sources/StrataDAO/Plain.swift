@@ -8,17 +8,26 @@ import Strata
 /// let id: UniqueID = 42          // or "c9f1…"
 /// ```
 public struct UniqueID: Hashable, Sendable, Codable, CustomStringConvertible, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, KeyComponent {
+    /// The identifier's kind and value.
     public enum Value: Hashable, Sendable, Codable {
+        /// A string identifier (a UUID string, a server's id).
         case string(String)
+        /// An integer identifier.
         case integer(Int64)
     }
 
+    /// The identifier.
     public let value: Value
 
+    /// A string identifier.
     public init(_ string: String) { value = .string(string) }
+    /// An integer identifier.
     public init(_ integer: Int64) { value = .integer(integer) }
+    /// An integer identifier.
     public init(_ integer: Int) { value = .integer(Int64(integer)) }
+    /// A string identifier written as a literal.
     public init(stringLiteral value: String) { self.init(value) }
+    /// An integer identifier written as a literal.
     public init(integerLiteral value: Int64) { self.init(value) }
 
     public var description: String {

@@ -44,18 +44,24 @@ public protocol Translator: Sendable {
 }
 
 extension Translator {
+    /// Nil: a live query re-runs after every commit.
     public var relatedCollections: Set<String>? { nil }
 
+    /// Replaces the stored model with a fresh translation of `plain`; implement it to keep
+    /// stored fields the plain object does not carry.
     public func translate(from plain: PlainModel, to model: inout DatabaseModel, context: any StorageWriter) throws {
         model = try translate(plain: plain, context: context)
     }
 
+    /// Keeps related records: implement it to cascade.
     public func eraseRelated(of model: DatabaseModel, context: any StorageWriter) throws {}
 
+    /// Each model translated in order.
     public func translate(models: [DatabaseModel], context: any StorageReader) throws -> [PlainModel] {
         try models.map { try translate(model: $0, context: context) }
     }
 
+    /// Each plain object translated in order.
     public func translate(plains: [PlainModel], context: any StorageWriter) throws -> [DatabaseModel] {
         try plains.map { try translate(plain: $0, context: context) }
     }
