@@ -20,9 +20,12 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
 
     init(context: (any RecordContext)?) { self.context = context }
 
+    /// Adds a condition (conditions are AND-ed); indexed ones are answered from the index.
     public func `where`(_ filter: Filter<M>) -> Fetcher { with { $0.query = $0.query.filter(filter) } }
+    /// Adds a Foundation predicate.
     public func `where`(_ predicate: Predicate<M>) -> Fetcher { with { $0.query = $0.query.filter(predicate) } }
 
+    /// Orders by a field; later calls break ties.
     public func order<V: Comparable>(by keyPath: KeyPath<M, V> & Sendable, ascending: Bool = true) -> Fetcher {
         with { $0.query = $0.query.sorted(by: keyPath, ascending: ascending) }
     }
@@ -46,9 +49,14 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
 
     /// Results in random order (applied before `limit` and `offset`).
     public func randomOrder() -> Fetcher { with { $0.shuffled = true } }
+    /// At most `count` records.
     public func limit(_ count: Int) -> Fetcher { with { $0.query = $0.query.limit(count) } }
+    /// Skips the first `count` records.
     public func offset(_ count: Int) -> Fetcher { with { $0.query = $0.query.offset(count) } }
 
+    /// Runs the query.
+    /// - Throws: `RecordDatabaseError.noDefaultDatabase` without a context; the storage's
+    ///   errors.
     public func fetch() throws -> [M] {
         try RecordDatabase.context(context).read { try results(from: $0) }
     }
@@ -79,6 +87,8 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
         return database.storage.observe(collections: [M.collectionName], isDuplicate: nil) { try fetcher.results(from: $0) }
     }
 
+    /// The first record the query returns, or nil.
+    /// - Throws: as `fetch()`.
     public func first() throws -> M? { try limit(1).fetch().first }
 
     /// `fetch()` off the cooperative thread pool.
@@ -87,6 +97,8 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
         return try await offload { try fetcher.fetch() }
     }
 
+    /// How many records match (answered from an index where the plan allows).
+    /// - Throws: as `fetch()`.
     public func count() throws -> Int { try RecordDatabase.context(context).read { try $0.count(query) } }
 
     /// How the query will run: which tree and range, and what is checked per record.

@@ -22,6 +22,7 @@ public protocol RecordContext: Sendable {
 /// let testDB = RecordDatabase(storage: try MemoryStorage())   // the same records, in memory
 /// ```
 public final class RecordDatabase: RecordContext {
+    /// Where the records are stored.
     public let storage: any Storage
     /// The thread running a transaction on this database, to refuse nesting instead of
     /// waiting for itself.
@@ -35,6 +36,8 @@ public final class RecordDatabase: RecordContext {
     /// Records in `storage`.
     public init(storage: any Storage) { self.storage = storage }
 
+    /// Closes the storage.
+    /// - Throws: what closing the storage throws.
     public func close() throws { try storage.close() }
 
     private static let defaultDatabase = Mutex<RecordDatabase?>(nil)
@@ -52,12 +55,18 @@ public final class RecordDatabase: RecordContext {
         return database
     }
 
+    /// Runs `body` in one write transaction: committed when it returns, rolled back when it
+    /// throws.
+    /// - Throws: `RecordDatabaseError.nestedTransaction` inside another; what `body` or the
+    ///   storage throws.
     @discardableResult
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
         try checkNotInTransaction()
         return try storage.write(body)
     }
 
+    /// Runs `body` on a consistent snapshot.
+    /// - Throws: what `body` or the storage throws.
     public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R { try storage.read(body) }
 
     /// Runs `body` in one transaction: it commits when `body` returns, and rolls back —
@@ -114,6 +123,9 @@ public final class RecordTransaction: RecordContext {
     /// Ends the transaction without writing anything when the block returns.
     public func rollback() { rolledBack.withLock { $0 = true } }
 
+    /// Runs `body` in this transaction.
+    /// - Throws: `RecordDatabaseError.transactionEnded` after the block returned; what
+    ///   `body` throws.
     @discardableResult
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
         guard let box = writer.withLock({ $0 }) else { throw RecordDatabaseError.transactionEnded }
@@ -132,16 +144,21 @@ struct WriterBox: @unchecked Sendable {
     init(_ writer: any StorageWriter) { self.writer = writer }
 }
 
+/// Misuses of a record database: each says what to do instead.
 public enum RecordDatabaseError: Error, Sendable, Equatable, DescribedError {
+    /// No `on:` was given and `RecordDatabase.default` is not set.
     case noDefaultDatabase
     /// `observe()` was called on a fetcher running in a transaction.
     case observationNeedsDatabase
+    /// A transaction was begun inside another on the same database.
     case nestedTransaction
+    /// A transaction's context was used after it ended.
     case transactionEnded
     /// `update`, `delete` or a relation needs a record that has been saved.
     case notSaved(model: String)
     /// The record's row is gone (deleted by someone else since it was loaded).
     case notFound(model: String, id: Int64)
+    /// ActiveRecord assigns ids: the schema must be `Schema.autoIncrementing(\.id)`.
     case schemaNotAutoIncrementing(model: String)
 
     public var description: String {

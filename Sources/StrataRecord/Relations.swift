@@ -134,11 +134,16 @@ public struct Dependent<Parent: ActiveRecord>: Sendable {
 
 /// A delete refused by a `.restrict` rule; nothing was deleted.
 public struct RecordDeleteRestricted: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The record type whose delete was refused.
     public var model: String
+    /// The record's id.
     public var id: Int64
+    /// The dependent type whose records still refer to it.
     public var dependent: String
+    /// How many do.
     public var count: Int
 
+    /// A refusal to delete `model` `id` while `count` `dependent` records refer to it.
     public init(model: String, id: Int64, dependent: String, count: Int) {
         (self.model, self.id, self.dependent, self.count) = (model, id, dependent, count)
     }

@@ -4,23 +4,37 @@ import Strata
 /// One failed validation: which model, which field, and a key naming the rule — a value an
 /// app maps to its own localized message (the article's `ARError`), never prose.
 public struct ValidationError: Error, Sendable, Hashable, DescribedError {
+    /// The record type's collection name.
     public var model: String
+    /// The field the rule checks.
     public var field: String
+    /// Which rule failed.
     public var key: Key
 
+    /// A rule's name; custom validations bring their own (`"notPrime"`).
     public struct Key: RawRepresentable, Sendable, Hashable, ExpressibleByStringLiteral {
+        /// The name.
         public var rawValue: String
+        /// A rule named `rawValue`.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// A rule named by a literal.
         public init(stringLiteral value: String) { rawValue = value }
 
+        /// `.presence`: the value is empty.
         public static let blank: Key = "blank"
+        /// `.uniqueness`: another record holds the value.
         public static let taken: Key = "taken"
+        /// `.length`: shorter than the minimum.
         public static let tooShort: Key = "tooShort"
+        /// `.length`: longer than the maximum.
         public static let tooLong: Key = "tooLong"
+        /// `.range`: outside the range.
         public static let outOfRange: Key = "outOfRange"
+        /// `.format`: does not match the pattern.
         public static let invalidFormat: Key = "invalidFormat"
     }
 
+    /// A failure of `key` on `model.field`.
     public init(model: String, field: String, key: Key) {
         (self.model, self.field, self.key) = (model, field, key)
     }
@@ -30,6 +44,7 @@ public struct ValidationError: Error, Sendable, Hashable, DescribedError {
 
 /// `save()` stored nothing because the record is invalid; `errors` says why.
 public struct RecordInvalid: Error, Sendable, CustomStringConvertible {
+    /// Every rule the record breaks.
     public var errors: [ValidationError]
     public var description: String { "invalid record: " + errors.map(\.description).joined(separator: ", ") }
 }
