@@ -29,45 +29,71 @@ public final class Inspector: Sendable {
 
     // MARK: Info
 
+    /// One of the header's two checkpoint slots.
     public struct SlotInfo: Codable, Sendable, Equatable {
+        /// Where the slot is in the file.
         public var offset: UInt64
+        /// Whether its checksum holds.
         public var valid: Bool
+        /// Which of the two is newer (the higher).
         public var generation: UInt64?
+        /// The checkpoint frame it names.
         public var checkpointOffset: UInt64?
+        /// The commit that checkpoint covers.
         public var sequence: UInt64?
     }
 
+    /// A commit: its sequence number, frame and time.
     public struct CommitInfo: Codable, Sendable, Equatable {
+        /// The commit's sequence number.
         public var sequence: UInt64
+        /// Its frame's offset.
         public var offset: UInt64
+        /// When it was committed.
         public var time: Date
     }
 
+    /// A tree of the latest state.
     public struct TreeInfo: Codable, Sendable, Equatable {
+        /// The tree's name (`c:` collections, `i:` indexes, `strata.` the engine's own).
         public var name: String
+        /// Its entry count.
         public var entries: Int
     }
 
+    /// What `info()` reports: `storedump info`'s fields.
     public struct FileInfo: Codable, Sendable, Equatable {
+        /// The file.
         public var path: String
+        /// Its size in bytes.
         public var fileSize: UInt64
+        /// `STRATADB` for a Strata file.
         public var magic: String
+        /// The oldest format version that can read the file.
         public var readVersion: UInt16
+        /// The format version that wrote it.
         public var writeVersion: UInt16
+        /// Its page size.
         public var pageSize: Int
+        /// The file's salt (mixed into every checksum), in hex.
         public var salt: String
+        /// When the file was created.
         public var created: Date
+        /// Both checkpoint slots.
         public var slots: [SlotInfo]
         /// The checkpoint recovery starts from.
         public var checkpoint: CommitInfo?
         /// The newest commit (from the log after the checkpoint, or the checkpoint itself).
         public var lastCommit: CommitInfo?
+        /// Log bytes after the checkpoint: what opening replays.
         public var logBytesSinceCheckpoint: UInt64
         /// Bytes at the end of the file that recovery would drop (an interrupted write).
         public var tornTailBytes: UInt64
+        /// Every tree of the latest state.
         public var trees: [TreeInfo]
     }
 
+    /// The header, slots, latest checkpoint and commit, log tail and trees.
     public func info() throws -> FileInfo {
         let header = store.header
         let counters = database.writerCounters()
@@ -101,20 +127,30 @@ public final class Inspector: Sendable {
 
     // MARK: Frames
 
+    /// One frame of the file: `storedump frames`.
     public struct FrameInfo: Codable, Sendable, Equatable {
+        /// The frame's offset.
         public var offset: UInt64
+        /// `log`, `page`, `value` or `checkpoint`.
         public var type: String
+        /// Payload bytes on disk.
         public var storedLength: UInt32
+        /// Payload bytes uncompressed.
         public var rawLength: UInt32
+        /// Whether the payload is LZ4-compressed.
         public var compressed: Bool
+        /// Whether the checksum holds.
         public var checksumOK: Bool
         /// Commit or checkpoint sequence, for log and checkpoint frames.
         public var sequence: UInt64?
+        /// A log or checkpoint frame's commit time.
         public var time: Date?
         /// What the payload holds: operations, entries, children, trees, bytes.
         public var detail: String?
+        /// Why the frame could not be decoded, if it could not.
         public var error: String?
 
+        /// The frame's whole length, header included.
         public var length: UInt64 { UInt64(FrameHeader.size) + UInt64(storedLength) }
     }
 

@@ -3,14 +3,19 @@ import Foundation
 extension Inspector {
     /// A problem `verify` found.
     public struct Fault: Codable, Sendable, Equatable, CustomStringConvertible {
+        /// Errors are damage; warnings (a torn tail) are not.
         public enum Severity: String, Codable, Sendable { case error, warning }
+        /// How bad it is.
         public var severity: Severity
         /// Where: the frame (or header) holding the damaged bytes.
         public var offset: UInt64
+        /// What is wrong.
         public var message: String
 
+        /// The fault as `storedump verify` prints it.
         public var description: String { "\(severity) at offset \(offset): \(message)" }
 
+        /// A fault at `offset`.
         public init(severity: Severity, offset: UInt64, message: String) {
             self.severity = severity
             self.offset = offset
@@ -130,27 +135,41 @@ struct TreeChecker {
 extension Inspector {
     /// One page, decoded.
     public struct PageInfo: Codable, Sendable, Equatable {
+        /// A leaf's entry.
         public struct Entry: Codable, Sendable, Equatable {
+            /// The key, decoded.
             public var key: String
+            /// The key's bytes, in hex.
             public var keyHex: String
+            /// The value's length.
             public var valueLength: Int
             /// The value frame, for values stored out of line.
             public var valueOffset: UInt64?
         }
 
+        /// A branch's child.
         public struct Child: Codable, Sendable, Equatable {
+            /// The child's frame.
             public var offset: UInt64
+            /// The child frame's length.
             public var length: UInt32
             /// The separator below which this child's keys start (nil for the first child).
             public var lowerKey: String?
         }
 
+        /// The page frame's offset.
         public var offset: UInt64
+        /// `leaf` or `branch`.
         public var kind: String
+        /// Payload bytes on disk.
         public var storedBytes: UInt32
+        /// Payload bytes uncompressed.
         public var rawBytes: Int
+        /// A leaf's entries.
         public var entries: [Entry]
+        /// A branch's children.
         public var children: [Child]
+        /// The frame's bytes in hex, when asked for.
         public var hex: String?
     }
 
@@ -191,8 +210,11 @@ extension Inspector {
 
     /// The shape of a tree: pages per level, fan-out, fill, and each page's key range.
     public struct TreeShape: Codable, Sendable, Equatable {
+        /// One level of the tree.
         public struct Level: Codable, Sendable, Equatable {
+            /// 1 for the root.
             public var depth: Int
+            /// Pages at this level.
             public var pages: Int
             /// Average children per branch, or entries per leaf.
             public var averageFanOut: Double
@@ -200,23 +222,37 @@ extension Inspector {
             public var fill: Double
         }
 
+        /// One page of the tree.
         public struct Page: Codable, Sendable, Equatable {
+            /// Where it is (nil: held in memory, not yet checkpointed).
             public var offset: UInt64?
+            /// Its level, 1 for the root.
             public var depth: Int
+            /// `leaf` or `branch`.
             public var kind: String
+            /// Its entries (keys, or children).
             public var entries: Int
+            /// Its encoded size.
             public var bytes: Int
+            /// Its first key, decoded.
             public var firstKey: String?
+            /// Its last key, decoded.
             public var lastKey: String?
         }
 
+        /// The tree.
         public var tree: String
+        /// The tree's entry count.
         public var entries: Int
+        /// Its levels from the root to the leaves.
         public var depth: Int
+        /// Pages per level, root first.
         public var levels: [Level]
+        /// Every page, in key order per level.
         public var pages: [Page]
     }
 
+    /// The shape of `tree`: levels, fan-out, fill and every page's key range.
     public func shape(of tree: String) throws -> TreeShape {
         let snapshot = try database.snapshot()
         guard let state = snapshot.trees[tree] else { throw StrataError.treeNotFound(tree) }
