@@ -21,9 +21,12 @@ public enum FrameType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
 
 /// The location of a frame in the file: its offset and total length (header + payload).
 public struct FrameAddress: Hashable, Sendable, CustomStringConvertible {
+    /// Where the frame starts.
     public var offset: UInt64
+    /// Its whole length, header included.
     public var length: UInt32
 
+    /// The frame at `offset`, `length` bytes long.
     public init(offset: UInt64, length: UInt32) {
         self.offset = offset
         self.length = length
@@ -52,8 +55,11 @@ public struct FrameAddress: Hashable, Sendable, CustomStringConvertible {
 /// 20 u32 reserved, zero
 /// ```
 public struct FrameHeader: Sendable, Equatable {
+    /// The header's length.
     public static let size = 24
+    /// Bytes 8 and 9 of every frame: "SF".
     public static let magic: (UInt8, UInt8) = (0x53, 0x46)
+    /// The flag bit of an LZ4-compressed payload.
     public static let compressedFlag: UInt8 = 1
     /// Frame payloads are limited so that one frame always fits in memory on 32-bit math.
     public static let maxPayload = Int(UInt32.max) - size
@@ -70,13 +76,20 @@ public struct FrameHeader: Sendable, Equatable {
         min(maxCompressedRawLength, Int(storedLength) * maxExpansion + maxExpansion)
     }
 
+    /// XXH64 of the rest of the frame, seeded with the salt and offset.
     public var checksum: UInt64
+    /// What the payload is.
     public var type: FrameType
+    /// Bit 0: the payload is compressed.
     public var flags: UInt8
+    /// Payload bytes on disk.
     public var storedLength: UInt32
+    /// Payload bytes after decompression.
     public var rawLength: UInt32
 
+    /// Whether the payload is LZ4-compressed.
     public var isCompressed: Bool { flags & Self.compressedFlag != 0 }
+    /// Header and payload.
     public var frameLength: Int { Self.size + Int(storedLength) }
 
     /// Parses and sanity-checks a header; the checksum is verified separately, once the

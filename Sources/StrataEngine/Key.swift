@@ -16,8 +16,10 @@ import Foundation
 /// position. `-0.0` encodes as `0.0`; every NaN encodes as one NaN, above `+infinity`.
 /// Strings are compared after Unicode NFC normalization, as Swift compares them.
 public struct Key: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The encoded bytes: what trees store and compare.
     public internal(set) var bytes: [UInt8]
 
+    /// An empty key, to append elements to.
     public init() { bytes = [] }
 
     /// An empty key with room for `capacity` bytes: a one-element key built into it
@@ -41,10 +43,12 @@ public struct Key: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// Empties the key, keeping its storage: one key can be rebuilt per record without allocating.
     public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
 
+    /// Appends one element; the key's order is its elements' order, element by element.
     public mutating func append(_ element: some KeyComponent) {
         element.appendKey(to: &self)
     }
 
+    /// Byte order, which is the elements' order.
     public static func < (a: Key, b: Key) -> Bool { compareBytes(a.bytes, b.bytes) < 0 }
 
     /// The bytes of this key followed by `prefix` without its terminator: the lower bound
@@ -116,15 +120,25 @@ public struct Key: Hashable, Comparable, Sendable, CustomStringConvertible {
 /// Element type tags of the key encoding (FORMAT.md, "Key encoding"): each element of a key
 /// starts with one. Their order is the order of mixed types.
 public enum KeyTag {
+    /// nil: orders before every value.
     public static let null: UInt8 = 0x05
+    /// `false`.
     public static let falseValue: UInt8 = 0x10
+    /// `true`.
     public static let trueValue: UInt8 = 0x11
+    /// A signed integer, 8 bytes big-endian with the sign bit flipped.
     public static let int: UInt8 = 0x20
+    /// An unsigned integer, 8 bytes big-endian.
     public static let uint: UInt8 = 0x21
+    /// A Double (Float widened), 8 bytes in an order-preserving form.
     public static let double: UInt8 = 0x30
+    /// A string: NFC UTF-8, each 0x00 written 0x00 0xFF, then a terminating 0x00.
     public static let string: UInt8 = 0x40
+    /// Bytes, each 0x00 written 0x00 0xFF, then a terminating 0x00.
     public static let bytes: UInt8 = 0x50
+    /// A Date, as the Double encoding of its seconds since 1970.
     public static let date: UInt8 = 0x60
+    /// A UUID, its 16 bytes.
     public static let uuid: UInt8 = 0x70
 }
 

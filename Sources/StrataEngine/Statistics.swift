@@ -1,12 +1,18 @@
 /// Counters that cost nothing to read. For where the bytes go, see `SpaceReport`.
 public struct Statistics: Sendable, Equatable {
+    /// One tree's shape and bytes.
     public struct Tree: Sendable, Equatable {
+        /// The tree's name.
         public var name: String
+        /// Its entry count.
         public var entryCount: Int
     }
 
+    /// The file.
     public var path: String
+    /// Its size in bytes.
     public var fileSize: UInt64
+    /// Its page size.
     public var pageSize: Int
     /// The sequence number of the latest commit.
     public var commitSequence: UInt64
@@ -19,9 +25,13 @@ public struct Statistics: Sendable, Equatable {
     public var commitsReplayedAtOpen: Int
     /// Bytes of an interrupted write that opening dropped from the end of the file.
     public var tornBytesDroppedAtOpen: UInt64
+    /// Page lookups the decoded-page cache answered.
     public var cacheHits: UInt64
+    /// Page lookups that read, verified and decoded a frame.
     public var cacheMisses: UInt64
+    /// Bytes of decoded pages held.
     public var cacheBytes: Int
+    /// Pages held.
     public var cachedPages: Int
     /// Where a salvaging open (`RecoveryMode.truncateAtFirstBadFrame`) cut the file:
     /// damage there and the valid commits after it were dropped. Nil when nothing was.
@@ -31,17 +41,22 @@ public struct Statistics: Sendable, Equatable {
     public var failedAutomaticCheckpoints: UInt64
     /// True after a failed write or sync: the handle refuses writes until reopened.
     public var isPoisoned: Bool
+    /// Every tree, with its entry count.
     public var trees: [Tree]
 }
 
 /// Where the bytes of the file go: per tree shape and size, and live versus dead bytes.
 public struct SpaceReport: Sendable, Equatable {
     public struct Tree: Sendable, Equatable {
+        /// The tree's name.
         public var name: String
+        /// Its entry count.
         public var entryCount: Int
         /// Levels from the root to the leaves (0 for an empty tree).
         public var depth: Int
+        /// Leaf pages.
         public var leafPages: Int
+        /// Branch pages.
         public var branchPages: Int
         /// Nodes changed since the last checkpoint, held in memory.
         public var unwrittenNodes: Int
@@ -49,8 +64,11 @@ public struct SpaceReport: Sendable, Equatable {
         public var storedBytes: UInt64
         /// Bytes of the same pages uncompressed.
         public var rawBytes: UInt64
+        /// Values stored out of line (too large for a leaf).
         public var overflowValues: Int
+        /// Their bytes on disk.
         public var overflowStoredBytes: UInt64
+        /// Their bytes uncompressed.
         public var overflowRawBytes: UInt64
         /// Encoded page bytes divided by pages × page size.
         public var fillFactor: Double
@@ -59,11 +77,13 @@ public struct SpaceReport: Sendable, Equatable {
         public var deadBytes: UInt64 = 0
     }
 
+    /// The file's size.
     public var fileSize: UInt64
     /// Bytes that recovery needs: header, latest checkpoint and what it references, log tail.
     public var liveBytes: UInt64
     /// Superseded pages and checkpointed log: what `compact()` gives back.
     public var deadBytes: UInt64 { fileSize - min(liveBytes, fileSize) }
+    /// Every tree.
     public var trees: [Tree]
     /// Dead bytes no tree can be named for: old checkpoint frames, pages of interrupted
     /// checkpoints, trees since dropped.
