@@ -55,18 +55,22 @@ public enum RecordTag: UInt8, Sendable, CustomStringConvertible, CaseIterable {
 /// The interned field names of one collection: ids are indexes into `names`. Names are only
 /// ever added, so a newer table decodes every older record.
 public struct FieldTable: Sendable, Equatable {
+    /// The field names; a name's id is its index.
     public private(set) var names: [String] = []
     private var ids: [String: UInt32] = [:]
     /// The ids of the last record encoded, in order: records of one type repeat it, so a
     /// string comparison replaces a hash lookup. Not part of the table's value.
     private var order: [UInt32] = []
 
+    /// Tables are equal when their names are.
     public static func == (a: FieldTable, b: FieldTable) -> Bool { a.names == b.names }
 
+    /// A table of `names`, with ids 0, 1, 2… in order.
     public init(names: [String] = []) {
         for name in names { _ = intern(name) }
     }
 
+    /// The id of `name`, if the table has it.
     public func id(of name: String) -> UInt32? { ids[name] }
 
     /// The table for reading records written before the given renames were moved: a field
@@ -83,6 +87,7 @@ public struct FieldTable: Sendable, Equatable {
         return table
     }
 
+    /// The name with this id, if any.
     public func name(of id: UInt32) -> String? { Int(id) < names.count ? names[Int(id)] : nil }
 
     /// The id of the `position`-th field of a record being encoded, learning the order.

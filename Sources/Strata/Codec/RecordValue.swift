@@ -4,10 +4,14 @@ import StrataEngine
 /// A record decoded without its Swift type, through the collection's field table: what
 /// `storedump` prints. Struct fields keep their stored order.
 public indirect enum RecordValue: Sendable, Equatable {
+    /// A named field of an object or map, in stored order.
     public struct Field: Sendable, Equatable {
+        /// The field's name.
         public var name: String
+        /// Its value.
         public var value: RecordValue
 
+        /// A field `name` holding `value`.
         public init(name: String, value: RecordValue) {
             self.name = name
             self.value = value

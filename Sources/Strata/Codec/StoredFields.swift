@@ -30,6 +30,7 @@ public struct StoredFields: Sendable, Equatable {
         }
     }
 
+    /// The stored bytes of the field `name`, if the record has it.
     public subscript(name: String) -> [UInt8]? { values[name] }
 
     /// Names whose stored value differs from `other`'s (present in one only counts).

@@ -9,19 +9,29 @@ import StrataEngine
 /// for record in try collections.records(in: "User", limit: 10) { print(record.value.json) }
 /// ```
 public struct CollectionInspector {
+    /// A collection as `storedump collections` shows it.
     public struct Collection: Codable, Sendable, Equatable {
+        /// One index of the collection.
         public struct Index: Codable, Sendable, Equatable {
+            /// The index's name.
             public var name: String
+            /// Its fields, in key order.
             public var fields: [String]
+            /// Whether it is unique.
             public var unique: Bool
+            /// Its entry count (one per record).
             public var entries: Int
         }
 
+        /// The collection's name.
         public var name: String
+        /// Its record count.
         public var records: Int
+        /// The primary key's fields.
         public var primaryKey: [String]
         /// The primary key's element types, as stored (from the first record's key).
         public var primaryKeyTypes: [String]
+        /// Every field the catalog's field table names.
         public var fields: [String]
         /// Each top-level field's stored type, read from the first record ("absent" when
         /// that record lacks the field).
@@ -32,8 +42,11 @@ public struct CollectionInspector {
         /// The fields each model type that declares all its fields (`DescribedModel`) reads,
         /// by type name; nil until such a model has opened the collection for writing.
         public var readers: [String: [String]]?
+        /// Its indexes.
         public var indexes: [Index]
+        /// The Swift type that created it.
         public var modelType: String
+        /// For auto-increment schemas, the next id to assign.
         public var nextID: Int64?
 
         /// Stored top-level fields that none of `readers` reads — a field renamed without
@@ -46,13 +59,17 @@ public struct CollectionInspector {
         }
     }
 
+    /// One record: its primary key and its value, decoded without the model type.
     public struct Record: Sendable {
+        /// The primary key.
         public var key: Key
+        /// The record.
         public var value: RecordValue
     }
 
     let snapshot: Snapshot
 
+    /// Reads the collections of `snapshot` (`Database.snapshot()`, or an `Inspector`'s database's).
     public init(snapshot: Snapshot) {
         self.snapshot = snapshot
     }
@@ -64,12 +81,15 @@ public struct CollectionInspector {
         return entry
     }
 
+    /// Every collection's name.
     public func names() throws -> [String] { try CatalogEntry.collectionNames(in: snapshot) }
 
+    /// Every collection with its records, fields, types and indexes.
     public func collections() throws -> [Collection] {
         try names().map { try collection($0) }
     }
 
+    /// One collection. - Throws: `StorageError.collectionNotFound` naming those there are.
     public func collection(_ name: String) throws -> Collection {
         let entry = try entry(name)
         var keyTypes: [String] = []
@@ -199,8 +219,11 @@ public struct CollectionInspector {
     }
 }
 
+/// Key text that does not read as the collection's key types.
 public struct KeyParseError: Error, DescribedError {
+    /// The text.
     public var text: String
+    /// What is wrong with it.
     public var reason: String
     public var description: String { "cannot read key '\(text)': \(reason)" }
 }

@@ -12,11 +12,13 @@ import StrataEngine
 public struct VerificationReport: Codable, Sendable, Equatable {
     /// No fault of severity `error` (warnings, such as a torn tail, leave a file clean).
     public var clean: Bool
+    /// Every fault found, errors and warnings.
     public var faults: [Inspector.Fault]
     /// False when the damage stops the file from opening at all: `faults` then holds that
     /// one finding, and `storedump frames` walks the rest of the file.
     public var opens: Bool
 
+    /// A report of `faults`; clean when none is an error.
     public init(faults: [Inspector.Fault], opens: Bool = true) {
         self.faults = faults
         self.opens = opens

@@ -48,7 +48,9 @@ public protocol Model: Codable, Sendable {
 }
 
 extension Model {
+    /// The type's name: one collection per model type unless you name it.
     public static var collectionName: String { TypeNames.name(of: Self.self) }
+    /// None declared: the fields are found by encoding a record (`@StoredModel` declares them).
     public static var storedFields: [StoredField<Self>] { [] }
 
     /// A query over this model's collection.
@@ -76,6 +78,7 @@ public struct FieldPath<M>: @unchecked Sendable, Hashable, CustomStringConvertib
         return copy
     }
 
+    /// The field at `keyPath`, stored under `name` (the property's name by default).
     public init<V: KeyComponent>(_ keyPath: KeyPath<M, V>, name: String? = nil) {
         self.keyPath = keyPath
         self.name = name ?? Self.propertyName(of: keyPath)
@@ -96,8 +99,11 @@ public struct FieldPath<M>: @unchecked Sendable, Hashable, CustomStringConvertib
     /// stored under their index's explicit name instead (`IndexDefinition`).
     public var isComputed: Bool { name.hasPrefix("<computed") }
 
+    /// The field's name.
     public var description: String { name }
+    /// Fields are the same when their key paths are.
     public static func == (a: Self, b: Self) -> Bool { a.keyPath == b.keyPath }
+    /// Hashes the key path.
     public func hash(into hasher: inout Hasher) { hasher.combine(keyPath) }
 }
 
@@ -111,8 +117,11 @@ public struct FieldPath<M>: @unchecked Sendable, Hashable, CustomStringConvertib
 /// .index(\.fullName, name: "fullName")   // fullName is `var fullName: String { first + " " + last }`
 /// ```
 public struct IndexDefinition<M>: Sendable, Equatable {
+    /// The index's name in the file (derived from its fields unless given).
     public private(set) var name: String
+    /// The indexed fields, in key order.
     public private(set) var fields: [FieldPath<M>]
+    /// Whether two records may not share the indexed value.
     public let isUnique: Bool
     /// Whether `name` was given rather than derived from the fields.
     let hasExplicitName: Bool
@@ -150,6 +159,7 @@ public struct IndexDefinition<M>: Sendable, Equatable {
     @available(*, unavailable, message: "an index holds one key per record, and an array would need one per element: store the elements as records of their own collection (with the owner's id) and index that field")
     public static func index<Element: KeyComponent>(_ elements: KeyPath<M, [Element]>, name: String? = nil) -> Self { fatalError("unavailable") }
 
+    /// Refused at compile time, as `index` on an array is.
     @available(*, unavailable, message: "an index holds one key per record, and an array would need one per element: store the elements as records of their own collection (with the owner's id) and index that field")
     public static func unique<Element: KeyComponent>(_ elements: KeyPath<M, [Element]>, name: String? = nil) -> Self { fatalError("unavailable") }
 
@@ -180,7 +190,9 @@ public struct IndexDefinition<M>: Sendable, Equatable {
 /// How a model is stored: its primary key (one field or several), its indexes, and
 /// optionally an auto-assigned integer id.
 public struct Schema<M: Model>: Sendable {
+    /// The primary key's fields, in key order.
     public let primaryKey: [FieldPath<M>]
+    /// The secondary indexes.
     public let indexes: [IndexDefinition<M>]
     /// The model's declared fields (`Model.storedFields`), read once, here.
     public let description: ModelDescription<M>

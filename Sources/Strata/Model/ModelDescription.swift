@@ -19,6 +19,7 @@ import Foundation
 public struct StoredField<M>: @unchecked Sendable {
     /// The name the field is stored under.
     public let name: String
+    /// The property.
     public let keyPath: PartialKeyPath<M>
     /// Names the field was stored under by earlier versions of the model, newest first:
     /// opening a collection for writing moves their values to `name`.

@@ -16,6 +16,7 @@ public enum CommitEvent: Sendable, Equatable {
 public final class CommitObservation: Sendable {
     private let onCancel: Mutex<(@Sendable () -> Void)?>
 
+    /// An observation that runs `cancel` once, when cancelled.
     public init(cancel: @escaping @Sendable () -> Void) { onCancel = Mutex(cancel) }
 
     /// Stops the observer; later calls do nothing.
@@ -37,6 +38,7 @@ public final class CommitObservers: Sendable {
 
     private let registry = Mutex(Registry())
 
+    /// No observers yet.
     public init() {}
 
     /// How many observers are registered (for tests and statistics).

@@ -18,6 +18,7 @@ public final class LiveResults<Value: Sendable> {
     public private(set) var error: (any Error)?
     @ObservationIgnored private let consumer = Consumer()
 
+    /// Starts consuming `results` (an `observe` sequence); `value` follows it.
     public init(_ results: AsyncThrowingStream<Value, Error>) {
         consumer.task = Task { [weak self] in
             do {
