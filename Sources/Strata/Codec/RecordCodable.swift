@@ -57,11 +57,17 @@ public struct RecordWriter {
         fieldPosition += 1
     }
 
+    /// Writes a String field.
     public mutating func encode(_ value: String, forKey key: String) throws { field(key); bytes.appendText(value) }
+    /// Writes an Int field.
     public mutating func encode(_ value: Int, forKey key: String) throws { field(key); bytes.appendInt(Int64(value)) }
+    /// Writes an Int64 field.
     public mutating func encode(_ value: Int64, forKey key: String) throws { field(key); bytes.appendInt(value) }
+    /// Writes a UInt64 field.
     public mutating func encode(_ value: UInt64, forKey key: String) throws { field(key); bytes.appendUInt(value) }
+    /// Writes a Double field.
     public mutating func encode(_ value: Double, forKey key: String) throws { field(key); bytes.appendDouble(value) }
+    /// Writes a Bool field.
     public mutating func encode(_ value: Bool, forKey key: String) throws { field(key); bytes.appendBool(value) }
 
     /// Any other `Encodable` value (dates, UUIDs, arrays, nested structs, …), through the
@@ -138,26 +144,43 @@ public struct RecordReader {
 
     // Concrete overloads for the common types: no generic dispatch, no dynamic casts. An
     // absent field reads as the type's zero value, as in `Codable` decoding.
+    /// Reads a String field ("" when absent).
+    /// - Throws: `RecordError.typeMismatch` for another stored type.
     public mutating func decode(_ type: String.Type, forKey key: String) throws -> String {
         try field(key, absent: "") { try $0.string(at: $1, parent: nil, key: nil) }
     }
 
+    /// Reads an Int field (0 when absent).
+
+    /// - Throws: `RecordError.typeMismatch` for another stored type.
     public mutating func decode(_ type: Int.Type, forKey key: String) throws -> Int {
         try field(key, absent: 0) { try $0.integer(Int.self, at: $1, parent: nil, key: nil) }
     }
 
+    /// Reads an Int64 field (0 when absent).
+
+    /// - Throws: `RecordError.typeMismatch` for another stored type.
     public mutating func decode(_ type: Int64.Type, forKey key: String) throws -> Int64 {
         try field(key, absent: 0) { try $0.integer(Int64.self, at: $1, parent: nil, key: nil) }
     }
 
+    /// Reads a UInt64 field (0 when absent).
+
+    /// - Throws: `RecordError.typeMismatch` for another stored type.
     public mutating func decode(_ type: UInt64.Type, forKey key: String) throws -> UInt64 {
         try field(key, absent: 0) { try $0.integer(UInt64.self, at: $1, parent: nil, key: nil) }
     }
 
+    /// Reads a Double field (0 when absent).
+
+    /// - Throws: `RecordError.typeMismatch` for another stored type.
     public mutating func decode(_ type: Double.Type, forKey key: String) throws -> Double {
         try field(key, absent: 0) { try $0.double(at: $1, parent: nil, key: nil) }
     }
 
+    /// Reads a Bool field (false when absent).
+
+    /// - Throws: `RecordError.typeMismatch` for another stored type.
     public mutating func decode(_ type: Bool.Type, forKey key: String) throws -> Bool {
         try field(key, absent: false) { try $0.bool(at: $1, parent: nil, key: nil) }
     }
@@ -198,11 +221,17 @@ public struct RecordReader {
 /// A stored field's name as a coding key: what `@StoredModel`'s `Codable` conformance and
 /// the record coders' error paths use.
 public struct StoredFieldKey: CodingKey, ExpressibleByStringLiteral, Sendable {
+    /// The field's name.
     public let stringValue: String
+    /// Fields are named, never numbered.
     public var intValue: Int? { nil }
+    /// The key for the field `name`.
     public init(_ name: String) { stringValue = name }
+    /// The key for a field named by a literal.
     public init(stringLiteral name: String) { stringValue = name }
+    /// The key for the field `stringValue`.
     public init?(stringValue: String) { self.stringValue = stringValue }
+    /// Nil: fields are named.
     public init?(intValue: Int) { nil }
 }
 

@@ -7,7 +7,8 @@ import Foundation
 /// fields the model no longer has are ignored; a field stored with a different type fails
 /// with `RecordError.typeMismatch` naming the collection, field and both types.
 public enum RecordDecoder {
-    /// Decodes a record. - Throws: `RecordError.typeMismatch` naming the field; `.corruptRecord` for malformed bytes.
+    /// Decodes a record.
+    /// - Throws: `RecordError.typeMismatch` naming the field; `.corruptRecord` for malformed bytes.
     public static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], fields: FieldTable, collection: String) throws -> T {
         try bytes.withUnsafeBytes { try decode(type, from: $0, fields: fields, collection: collection) }
     }
@@ -21,7 +22,9 @@ public enum RecordDecoder {
         }
     }
 
-    /// Decodes a record in place, without copying its bytes. - Throws: as the `[UInt8]` form.
+    /// Decodes a record in place, without copying its bytes.
+
+    /// - Throws: as the `[UInt8]` form.
     public static func decode<T: Decodable>(_ type: T.Type, from buffer: UnsafeRawBufferPointer, fields: FieldTable, collection: String) throws -> T {
         try decode(type, from: buffer, fields: fields, collection: collection, codec: codec(of: type))
     }

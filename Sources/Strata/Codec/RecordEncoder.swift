@@ -15,7 +15,8 @@ import Synchronization
 /// later filling (`nestedContainer`, `superEncoder`) write into their own segment, spliced
 /// in place when their parent is done.
 public enum RecordEncoder {
-    /// Encodes a record, adding new field names to `fields`. - Throws: `RecordError.unencodable` for a value the format cannot hold.
+    /// Encodes a record, adding new field names to `fields`.
+    /// - Throws: `RecordError.unencodable` for a value the format cannot hold.
     public static func encode<T: Encodable>(_ value: T, fields: inout FieldTable, collection: String) throws -> [UInt8] {
         if let fast = value as? any RecordCodable { return try encode(fast, fields: &fields, collection: collection) }
         let context = EncodingContext(fields: fields, collection: collection)

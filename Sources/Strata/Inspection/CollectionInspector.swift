@@ -89,7 +89,9 @@ public struct CollectionInspector {
         try names().map { try collection($0) }
     }
 
-    /// One collection. - Throws: `StorageError.collectionNotFound` naming those there are.
+    /// One collection.
+
+    /// - Throws: `StorageError.collectionNotFound` naming those there are.
     public func collection(_ name: String) throws -> Collection {
         let entry = try entry(name)
         var keyTypes: [String] = []

@@ -22,6 +22,7 @@ public struct CompiledTextPredicate: Sendable {
 
     private let root: Node
 
+    /// Compiles `predicate`.
     public init(_ predicate: TextPredicate) {
         root = Self.compile(predicate)
     }

@@ -23,8 +23,10 @@ public struct LikePattern: Sendable, Hashable {
     private enum Token: Sendable, Hashable { case literal(Character), any, one }
 
     private let tokens: [Token]
+    /// Whether case matters.
     public let caseSensitive: Bool
 
+    /// Compiles `pattern` with the given wildcards.
     public init(_ pattern: String, wildcards: Wildcards = .sql, caseSensitive: Bool = true) {
         let (any, one): (Character, Character) = wildcards == .sql ? ("%", "_") : ("*", "?")
         self.caseSensitive = caseSensitive
@@ -43,6 +45,7 @@ public struct LikePattern: Sendable, Hashable {
         return prefix
     }
 
+    /// Whether all of `text` matches the pattern.
     public func matches(_ text: String) -> Bool {
         let characters = Array(caseSensitive ? text : text.lowercased())
         // Greedy with one remembered star: on a mismatch, let the last star absorb one more

@@ -222,6 +222,7 @@ package struct SortKey<M>: @unchecked Sendable {
 /// The access path chosen for a query, as returned by `explain`: which tree is read and how,
 /// whether records are filtered after reading, sorted in memory, and read only in part.
 public struct QueryPlan: Sendable, Equatable, CustomStringConvertible {
+    /// How the records are reached.
     public enum Access: Sendable, Equatable {
         /// Every record of the collection.
         case fullScan
@@ -237,7 +238,9 @@ public struct QueryPlan: Sendable, Equatable, CustomStringConvertible {
         case indexOrder(index: String, descending: Bool)
     }
 
+    /// The collection queried.
     public var collection: String
+    /// The access path chosen.
     public var access: Access
     /// The range read, as decoded keys (nil for point lookups and full scans).
     public var range: String?
@@ -262,7 +265,9 @@ public struct QueryPlan: Sendable, Equatable, CustomStringConvertible {
 
     /// A way of running the query that the planner considered and did not choose.
     public struct Alternative: Sendable, Equatable, CustomStringConvertible {
+        /// The access path.
         public var access: Access
+        /// The rows it would read, as estimated.
         public var estimatedRows: Int
         public var description: String { "\(access) ~\(estimatedRows) rows" }
     }

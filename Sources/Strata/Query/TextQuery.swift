@@ -20,8 +20,10 @@ import StrataEngine
 /// Keywords are case-insensitive. Conditions on the primary key or an index's first field
 /// are answered from the B-tree, as for typed queries.
 public indirect enum TextPredicate: Equatable, Sendable {
+    /// A comparison operator.
     public enum Comparison: String, Sendable { case equal = "=", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">=" }
 
+    /// A value written in a predicate.
     public enum Literal: Equatable, Sendable {
         case null
         case bool(Bool)
@@ -138,7 +140,9 @@ public indirect enum TextPredicate: Equatable, Sendable {
 
 /// A query that did not parse, with the 1-based column where parsing stopped.
 public struct TextQueryError: Error, Equatable, DescribedError {
+    /// What is wrong.
     public var message: String
+    /// Where, 1-based.
     public var column: Int
     public var description: String { "column \(column): \(message)" }
 }

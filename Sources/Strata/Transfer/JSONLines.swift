@@ -87,7 +87,9 @@ extension StrataStorage {
 
 /// Why an import stopped: the line (counting from 1) and what was wrong with it.
 public struct ImportError: Error, Sendable, Equatable, DescribedError {
+    /// The line, 1-based.
     public var line: Int
+    /// What is wrong with it.
     public var reason: String
     public var description: String { "line \(line): \(reason); nothing was imported" }
 }

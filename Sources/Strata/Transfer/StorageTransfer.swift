@@ -16,19 +16,26 @@ import Foundation
 public enum StorageTransfer {
     /// How far a copy has come: sent after every batch.
     public struct Progress: Sendable, Equatable {
+        /// The collection being copied.
         public var collection: String
+        /// Records copied so far.
         public var copied: Int
+        /// Records to copy.
         public var total: Int
     }
 
     /// What was copied and verified, per collection.
     public struct Report: Sendable, Equatable {
+        /// One collection copied.
         public struct Collection: Sendable, Equatable {
+            /// Its name.
             public var name: String
+            /// Records copied.
             public var records: Int
             /// The content checksum both sides agree on.
             public var checksum: UInt64
         }
+        /// Every collection copied.
         public var collections: [Collection]
     }
 

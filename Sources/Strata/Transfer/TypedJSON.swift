@@ -31,7 +31,9 @@ extension RecordValue {
 
 /// Why typed JSON did not parse: what, and at which byte.
 public struct TypedJSONError: Error, Sendable, Equatable, DescribedError {
+    /// Where, in bytes.
     public var offset: Int
+    /// What is wrong.
     public var reason: String
     public var description: String { "\(reason) at byte \(offset)" }
 }
