@@ -56,9 +56,12 @@ public protocol RepositoryBackend: Sendable {
 
 /// A `CRUDRepository` on any backend, encoding items with one transformer.
 public struct BackendRepository<Backend: RepositoryBackend>: CRUDRepository {
+    /// Where the bytes go.
     public let backend: Backend
+    /// How items become bytes.
     public let transformer: any DataTransformer
 
+    /// A repository on `backend`, encoding with `transformer`.
     public init(backend: Backend, transformer: any DataTransformer = JSONDataTransformer()) {
         self.backend = backend
         self.transformer = transformer

@@ -35,9 +35,12 @@ extension DataSource {
 
 /// A data source on any `CRUDRepository`: on Strata, this is the disk source.
 public struct RepositoryDataSource<Item: Identifiable & Codable & Sendable>: DataSource where Item.ID == String {
+    /// The repository read and written.
     public let repository: any CRUDRepository
+    /// The name errors use for this source.
     public let name: String
 
+    /// A data source on `repository`.
     public init(_ repository: any CRUDRepository, name: String = "disk") {
         self.repository = repository
         self.name = name

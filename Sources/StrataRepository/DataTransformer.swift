@@ -37,25 +37,34 @@ public protocol DataTransformer: Sendable {
 
 /// Foundation's JSONEncoder/JSONDecoder.
 public struct JSONDataTransformer: DataTransformer {
+    /// `json`.
     public let name = "json"
+    /// The transformer.
     public init() {}
+    /// JSON of the item.
     public func encode<T: Encodable>(_ item: T) throws -> Data { try JSONEncoder().encode(item) }
+    /// The item from its JSON.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T { try JSONDecoder().decode(type, from: data) }
 }
 
 /// Foundation's PropertyListEncoder, as XML (the article's "XML" transformer) or binary.
 public struct PropertyListDataTransformer: DataTransformer {
+    /// XML or binary.
     public let format: PropertyListSerialization.PropertyListFormat
+    /// `plist-xml` or `plist-binary`.
     public var name: String { format == .xml ? "plist-xml" : "plist-binary" }
 
+    /// A transformer writing `format`.
     public init(format: PropertyListSerialization.PropertyListFormat = .xml) { self.format = format }
 
+    /// The item as a property list.
     public func encode<T: Encodable>(_ item: T) throws -> Data {
         let encoder = PropertyListEncoder()
         encoder.outputFormat = format
         return try encoder.encode(item)
     }
 
+    /// The item from its property list.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         try PropertyListDecoder().decode(type, from: data)
     }
@@ -64,9 +73,12 @@ public struct PropertyListDataTransformer: DataTransformer {
 /// Strata's binary record codec (FORMAT.md, "Records"). A standalone item carries its own
 /// field table: varint count, then each field name as varint length + UTF-8, then the record.
 public struct RecordDataTransformer: DataTransformer {
+    /// `strata-record`.
     public let name = "strata-record"
+    /// The transformer.
     public init() {}
 
+    /// The item as a Strata record with its own field table.
     public func encode<T: Encodable>(_ item: T) throws -> Data {
         var fields = FieldTable()
         let record = try RecordEncoder.encode(item, fields: &fields, collection: "item")
@@ -80,6 +92,7 @@ public struct RecordDataTransformer: DataTransformer {
         return data
     }
 
+    /// The item from its record.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         var reader = DataReader(Array(data))
         var names: [String] = []

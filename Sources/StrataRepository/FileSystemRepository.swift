@@ -22,6 +22,7 @@ import Darwin
 /// fsynced. A crash leaves the old item or the new one, never a mix; leftover temporary files
 /// are ignored and removed on open.
 public final class FileSystemBackend: RepositoryBackend {
+    /// Where the items' files are.
     public let directory: String
 
     /// Uses `directory`, creating it when missing.
@@ -130,6 +131,7 @@ public final class FileSystemBackend: RepositoryBackend {
 
     // MARK: RepositoryBackend
 
+    /// The stored bytes of `id`, or nil.
     public func load(_ id: String) throws -> Data? { try read(path(id), id: id)?.data }
 
     /// Each item is linked into place atomically; when one fails, those already created by
@@ -154,6 +156,8 @@ public final class FileSystemBackend: RepositoryBackend {
         }
     }
 
+    /// Replaces a stored item atomically.
+    /// - Throws: `RepositoryError.recordNotFound`.
     public func replace(_ id: String, with data: Data) throws {
         guard try load(id) != nil else { throw RepositoryError.recordNotFound(id: id) }
         let temporary = try writeTemporary(id, data)
@@ -165,12 +169,15 @@ public final class FileSystemBackend: RepositoryBackend {
         try syncDirectory()
     }
 
+    /// Removes items.
+    /// - Throws: `RepositoryError.recordNotFound` for one not stored.
     public func remove(_ ids: [String]) throws {
         try checkRemove(ids) { try load($0) != nil }
         for id in ids where unlink(path(id)) != 0 && errno != ENOENT { throw failure("unlink \(path(id))", id) }
         try syncDirectory()
     }
 
+    /// The ids starting with `prefix`, in byte order, at most `limit`.
     public func ids(prefix: String, limit: Int?) throws -> [String] {
         let names = try FileManager.default.contentsOfDirectory(atPath: directory)
         let ids = try names.compactMap { name -> String? in
@@ -182,6 +189,7 @@ public final class FileSystemBackend: RepositoryBackend {
     }
 }
 
+/// A `CRUDRepository` of one file per item in a directory.
 public typealias FileSystemRepository = BackendRepository<FileSystemBackend>
 
 extension BackendRepository where Backend == FileSystemBackend {

@@ -17,10 +17,13 @@ import FoundationNetworking
 /// Other statuses are `RepositoryError.httpStatus`; no answer within `timeout` is
 /// `RepositoryError.timeout`; transport failures are `RepositoryError.storage` with the cause.
 public struct HTTPDataSource<Item: Identifiable & Codable & Sendable>: DataSource where Item.ID == String {
+    /// The collection's URL; an item is at `baseURL/id`.
     public let baseURL: URL
+    /// Seconds to wait for an answer.
     public let timeout: TimeInterval
     private let session: URLSession
 
+    /// The URL, for errors.
     public var name: String { baseURL.absoluteString }
 
     /// - Parameters:

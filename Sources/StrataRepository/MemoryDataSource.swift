@@ -8,6 +8,7 @@ import Synchronization
 /// let cache = MemoryDataSource<Book>(capacity: 500, eviction: .leastRecentlyUsed)
 /// ```
 public final class MemoryDataSource<Item: Identifiable & Codable & Sendable>: DataSource where Item.ID == String {
+    /// Which item makes room when the source is full.
     public enum EvictionPolicy: Sendable {
         /// Evicts the item read or written longest ago.
         case leastRecentlyUsed
@@ -21,11 +22,15 @@ public final class MemoryDataSource<Item: Identifiable & Codable & Sendable>: Da
         mutating func tick() -> UInt64 { clock += 1; return clock }
     }
 
+    /// Items held at most.
     public let capacity: Int
+    /// Which item goes when a new one needs room.
     public let eviction: EvictionPolicy
+    /// The name errors use for this source.
     public let name: String
     private let state = Mutex(State())
 
+    /// A cache of at most `capacity` items (at least 1).
     public init(capacity: Int = 1_000, eviction: EvictionPolicy = .leastRecentlyUsed, name: String = "memory") {
         precondition(capacity > 0, "a memory data source holds at least one item")
         (self.capacity, self.eviction, self.name) = (capacity, eviction, name)

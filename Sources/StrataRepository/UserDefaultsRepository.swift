@@ -15,6 +15,7 @@ public final class UserDefaultsBackend: RepositoryBackend, @unchecked Sendable {
     private let keyPrefix: String
     private let lock = Mutex(())
 
+    /// Items of `table` in `defaults`, under keys `strata.repository.TABLE.ID`.
     public init(defaults: UserDefaults = .standard, table: String) {
         self.defaults = defaults
         self.keyPrefix = "strata.repository.\(table)."
@@ -30,6 +31,7 @@ public final class UserDefaultsBackend: RepositoryBackend, @unchecked Sendable {
 
     private func key(_ id: String) -> String { keyPrefix + id }
 
+    /// The stored bytes of `id`, or nil.
     public func load(_ id: String) throws -> Data? { defaults.data(forKey: key(id)) }
 
     public func insert(_ items: [(id: String, data: Data)]) throws {
@@ -40,6 +42,8 @@ public final class UserDefaultsBackend: RepositoryBackend, @unchecked Sendable {
         }
     }
 
+    /// Replaces a stored item.
+    /// - Throws: `RepositoryError.recordNotFound`.
     public func replace(_ id: String, with data: Data) throws {
         try lock.withLock { _ in
             guard defaults.object(forKey: key(id)) != nil else { throw RepositoryError.recordNotFound(id: id) }
@@ -48,6 +52,8 @@ public final class UserDefaultsBackend: RepositoryBackend, @unchecked Sendable {
         }
     }
 
+    /// Removes items.
+    /// - Throws: `RepositoryError.recordNotFound` for one not stored (nothing is removed then).
     public func remove(_ ids: [String]) throws {
         try lock.withLock { _ in
             try checkRemove(ids) { defaults.object(forKey: key($0)) != nil }
@@ -56,12 +62,14 @@ public final class UserDefaultsBackend: RepositoryBackend, @unchecked Sendable {
         }
     }
 
+    /// The ids starting with `prefix`, in byte order, at most `limit`.
     public func ids(prefix: String, limit: Int?) throws -> [String] {
         let keys = defaults.dictionaryRepresentation().keys.filter { $0.hasPrefix(keyPrefix) }
         return orderedIDs(keys.map { String($0.dropFirst(keyPrefix.count)) }, prefix: prefix, limit: limit)
     }
 }
 
+/// A `CRUDRepository` in UserDefaults (the CRUD article's).
 public typealias UserDefaultsRepository = BackendRepository<UserDefaultsBackend>
 
 extension BackendRepository where Backend == UserDefaultsBackend {

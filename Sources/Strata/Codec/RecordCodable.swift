@@ -151,35 +151,30 @@ public struct RecordReader {
     }
 
     /// Reads an Int field (0 when absent).
-
     /// - Throws: `RecordError.typeMismatch` for another stored type.
     public mutating func decode(_ type: Int.Type, forKey key: String) throws -> Int {
         try field(key, absent: 0) { try $0.integer(Int.self, at: $1, parent: nil, key: nil) }
     }
 
     /// Reads an Int64 field (0 when absent).
-
     /// - Throws: `RecordError.typeMismatch` for another stored type.
     public mutating func decode(_ type: Int64.Type, forKey key: String) throws -> Int64 {
         try field(key, absent: 0) { try $0.integer(Int64.self, at: $1, parent: nil, key: nil) }
     }
 
     /// Reads a UInt64 field (0 when absent).
-
     /// - Throws: `RecordError.typeMismatch` for another stored type.
     public mutating func decode(_ type: UInt64.Type, forKey key: String) throws -> UInt64 {
         try field(key, absent: 0) { try $0.integer(UInt64.self, at: $1, parent: nil, key: nil) }
     }
 
     /// Reads a Double field (0 when absent).
-
     /// - Throws: `RecordError.typeMismatch` for another stored type.
     public mutating func decode(_ type: Double.Type, forKey key: String) throws -> Double {
         try field(key, absent: 0) { try $0.double(at: $1, parent: nil, key: nil) }
     }
 
     /// Reads a Bool field (false when absent).
-
     /// - Throws: `RecordError.typeMismatch` for another stored type.
     public mutating func decode(_ type: Bool.Type, forKey key: String) throws -> Bool {
         try field(key, absent: false) { try $0.bool(at: $1, parent: nil, key: nil) }

@@ -23,7 +23,6 @@ public enum RecordDecoder {
     }
 
     /// Decodes a record in place, without copying its bytes.
-
     /// - Throws: as the `[UInt8]` form.
     public static func decode<T: Decodable>(_ type: T.Type, from buffer: UnsafeRawBufferPointer, fields: FieldTable, collection: String) throws -> T {
         try decode(type, from: buffer, fields: fields, collection: collection, codec: codec(of: type))

@@ -90,7 +90,6 @@ public struct CollectionInspector {
     }
 
     /// One collection.
-
     /// - Throws: `StorageError.collectionNotFound` naming those there are.
     public func collection(_ name: String) throws -> Collection {
         let entry = try entry(name)
