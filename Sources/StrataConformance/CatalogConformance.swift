@@ -4,6 +4,8 @@ import Strata
 /// The catalog rules every backend keeps (the "Models and schema changes" article, Strata.docc): a collection's
 /// field types and indexes are the truth, whichever model type writes to it.
 extension StorageConformance {
+    /// The catalog's rules: a field's type is kept, compatible changes need no migration,
+    /// and an index declared by any model stays enforced.
     public static let catalogChecks: [Check] = [
         Check(name: "a field whose type changed is refused, naming the collection and field, and nothing is written") { storage in
             try storage.persist(CatalogMember(id: 1, name: "Ada", email: "ada@x.org", age: 36))

@@ -11,10 +11,14 @@ import Synchronization
 /// }
 /// ```
 extension StorageConformance {
+    /// One live-query behaviour, checked on a fresh storage.
     public struct AsyncCheck: Sendable, CustomStringConvertible {
+        /// What it checks.
         public let name: String
         let body: @Sendable (any Storage) async throws -> Void
 
+        /// Runs the check.
+        /// - Throws: `ConformanceFailure` naming what differed.
         public func run(on storage: any Storage) async throws {
             do {
                 try await body(storage)
@@ -28,6 +32,9 @@ extension StorageConformance {
         public var description: String { name }
     }
 
+    /// Live queries: the current result then one per relevant commit, none for unrelated
+    /// commits or equal results, one committed state per result, the latest for a slow
+    /// consumer, and the sequence ending when the storage closes.
     public static let observationChecks: [AsyncCheck] = [
         AsyncCheck(name: "observe yields the current result, then a fresh one after a commit that changes it") { storage in
             try storage.persist(Array(Fixtures.users.prefix(3)))

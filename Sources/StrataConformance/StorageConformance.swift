@@ -17,10 +17,14 @@ import Strata
 ///
 /// A failed check throws `ConformanceFailure` naming the check and what differed.
 public enum StorageConformance {
+    /// One behaviour, checked on a fresh storage.
     public struct Check: Sendable, CustomStringConvertible {
+        /// What it checks.
         public let name: String
         let body: @Sendable (any Storage) throws -> Void
 
+        /// Runs the check.
+        /// - Throws: `ConformanceFailure` naming what differed.
         public func run(on storage: any Storage) throws {
             do {
                 try body(storage)
@@ -37,6 +41,7 @@ public enum StorageConformance {
     /// Every check: the core behaviour, then the catalog rules (`catalogChecks`).
     public static var checks: [Check] { coreChecks + catalogChecks }
 
+    /// Persistence, queries, sorting, paging, indexes, transactions and errors.
     public static let coreChecks: [Check] = [
         Check(name: "create, then read by primary key") { storage in
             let user = Fixtures.users[0]
@@ -293,7 +298,9 @@ public enum StorageConformance {
 
 /// A failed conformance check.
 public struct ConformanceFailure: Error, DescribedError {
+    /// The check that failed.
     public let check: String
+    /// What differed.
     public let message: String
     public var description: String { "\(check): \(message)" }
 }

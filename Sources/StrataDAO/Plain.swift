@@ -61,6 +61,8 @@ public protocol Plain: Hashable, Sendable {
 }
 
 extension Plain {
+    /// Plain objects are equal when their identifiers are (the DAO talk's rule).
     public static func == (a: Self, b: Self) -> Bool { a.uniqueId == b.uniqueId }
+    /// Hashes the identifier.
     public func hash(into hasher: inout Hasher) { hasher.combine(uniqueId) }
 }

@@ -22,6 +22,7 @@ public struct Statistics: Sendable, Equatable {
     public var logBytesSinceCheckpoint: UInt64
     /// Bytes read from disk while opening: header, slots, checkpoint and log tail only.
     public var bytesReadAtOpen: UInt64
+    /// Commits replayed from the log tail while opening.
     public var commitsReplayedAtOpen: Int
     /// Bytes of an interrupted write that opening dropped from the end of the file.
     public var tornBytesDroppedAtOpen: UInt64
@@ -47,6 +48,7 @@ public struct Statistics: Sendable, Equatable {
 
 /// Where the bytes of the file go: per tree shape and size, and live versus dead bytes.
 public struct SpaceReport: Sendable, Equatable {
+    /// A tree and its entry count.
     public struct Tree: Sendable, Equatable {
         /// The tree's name.
         public var name: String

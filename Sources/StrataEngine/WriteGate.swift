@@ -25,6 +25,7 @@ public final class WriteGate: Sendable {
     /// The thread holding the gate, as `pthread_self()` bits; 0 when free.
     private let holder = Atomic<UInt>(0)
 
+    /// An open gate.
     public init() {}
 
     /// Waits for the gate and takes it.

@@ -35,6 +35,7 @@ public protocol ActiveRecord: Model {
 }
 
 extension ActiveRecord {
+    /// No rules.
     public static var validations: [Validation<Self>] { [] }
 
     static var modelName: String { collectionName }
@@ -52,6 +53,7 @@ extension ActiveRecord {
         return current.changed(from: loaded).filter { $0 != "updatedAt" }
     }
 
+    /// Whether `save()` would write anything.
     public var hasChanges: Bool { !changedFields.isEmpty }
 
     /// The rules this record breaks, checked against `context` (uniqueness reads it).
@@ -59,6 +61,7 @@ extension ActiveRecord {
         try Self.context(context).read { reader in try validationErrors(reader) }
     }
 
+    /// Whether the record breaks no rule (`errors(on:)` is empty).
     public func isValid(on context: (any RecordContext)? = nil) throws -> Bool { try errors(on: context).isEmpty }
 
     func validationErrors(_ reader: any StorageReader) throws -> [ValidationError] {
@@ -141,6 +144,7 @@ extension ActiveRecord {
         return record
     }
 
+    /// The record with this id, or nil.
     public static func find(_ id: Int64, on context: (any RecordContext)? = nil) throws -> Self? {
         try Self.context(context).read { try $0.read(Self.self, primaryKey: id) }?.loaded()
     }
@@ -150,6 +154,7 @@ extension ActiveRecord {
         try Self.context(context).read { try $0.readAll(Self.self) }.map { try $0.loaded() }
     }
 
+    /// How many records of the type are stored.
     public static func count(on context: (any RecordContext)? = nil) throws -> Int {
         try Self.context(context).read { try $0.count(Query<Self>()) }
     }
@@ -202,10 +207,12 @@ extension ActiveRecord {
         return try await offload { try record.saved(on: context) }
     }
 
+    /// `find(_:on:)`, off the caller's thread.
     public static func find(_ id: Int64, on context: (any RecordContext)? = nil) async throws -> Self? {
         try await offload { try find(id, on: context) }
     }
 
+    /// `all(on:)`, off the caller's thread.
     public static func all(on context: (any RecordContext)? = nil) async throws -> [Self] {
         try await offload { try all(on: context) }
     }

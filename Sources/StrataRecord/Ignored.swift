@@ -9,7 +9,9 @@
 /// ```
 @propertyWrapper
 public struct Ignored<Value: EmptyInitializable>: Codable {
+    /// The value, held in memory only.
     public var wrappedValue: Value
+    /// Wraps `wrappedValue`.
     public init(wrappedValue: Value) { self.wrappedValue = wrappedValue }
     // Reached only when an `Ignored` value is coded outside a keyed container (a top-level
     // value or an array element); keyed containers use the overloads below and skip it.
@@ -36,10 +38,12 @@ extension Optional: EmptyInitializable { public init() { self = .none } }
 // Synthesized Codable calls `encode(_:forKey:)` / `decode(_:forKey:)` with the property's
 // type; these overloads are more specific than the generic ones, so the field is skipped.
 extension KeyedEncodingContainer {
+    /// Writes nothing: ignored fields are never stored.
     public mutating func encode<V>(_ value: Ignored<V>, forKey key: Key) throws {}
 }
 
 extension KeyedDecodingContainer {
+    /// The declared initial value: ignored fields are never stored.
     public func decode<V>(_ type: Ignored<V>.Type, forKey key: Key) throws -> Ignored<V> {
         Ignored(wrappedValue: V())
     }

@@ -22,6 +22,7 @@ import Strata
 public struct RecordMigrator: Sendable {
     private var migrations: [(name: String, run: @Sendable (any StorageWriter) throws -> Void)] = []
 
+    /// A migrator with no migrations yet.
     public init() {}
 
     /// Adds a migration after those registered before it. Names must be unique.

@@ -132,6 +132,7 @@ public final class RecordTransaction: RecordContext {
         return try body(box.writer)
     }
 
+    /// Runs `body` on this transaction's view (its own writes included).
     public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R {
         guard let box = writer.withLock({ $0 }) else { throw RecordDatabaseError.transactionEnded }
         return try body(box.writer)

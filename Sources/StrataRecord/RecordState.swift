@@ -7,6 +7,7 @@ import Synchronization
 /// `var recordState = RecordState()`.
 public struct RecordState: Sendable, Equatable, Codable {
     var loaded: StoredFields?
+    /// The state of a record not yet loaded or saved.
     public init() {}
     // Reached only outside keyed containers; keyed containers use the overloads below.
     public init(from decoder: any Decoder) throws {}
@@ -14,10 +15,12 @@ public struct RecordState: Sendable, Equatable, Codable {
 }
 
 extension KeyedEncodingContainer {
+    /// Writes nothing: the state is never stored.
     public mutating func encode(_ value: RecordState, forKey key: Key) throws {}
 }
 
 extension KeyedDecodingContainer {
+    /// A fresh state: the state is never stored.
     public func decode(_ type: RecordState.Type, forKey key: Key) throws -> RecordState { RecordState() }
 }
 

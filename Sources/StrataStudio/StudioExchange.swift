@@ -4,6 +4,7 @@ import Strata
 /// A request as Studio sees it: what the HTTP server parsed, with nothing of the server's
 /// own types, so Studio's answers can be tested without a socket.
 public struct StudioRequest: Sendable {
+    /// `GET`, `HEAD`, …
     public var method: String
     /// The path without the query, still percent-encoded (`/api/collections/my%20notes`).
     public var path: String
@@ -14,6 +15,7 @@ public struct StudioRequest: Sendable {
     /// The `Origin` header; browsers send it on cross-origin requests.
     public var origin: String?
 
+    /// A request for `path`.
     public init(method: String = "GET", path: String, query: [String: String] = [:], host: String?, origin: String? = nil) {
         (self.method, self.path, self.query, self.host, self.origin) = (method, path, query, host, origin)
     }
@@ -43,9 +45,13 @@ public struct StudioRequest: Sendable {
 /// Studio's answer: a status, a content type and the body, plus the headers every answer
 /// carries (no caching, no sniffing, scripts and styles only from Studio itself).
 public struct StudioResponse: Sendable {
+    /// The HTTP status.
     public var status: Int
+    /// The body's media type.
     public var contentType: String
+    /// The body.
     public var body: [UInt8]
+    /// Headers this answer adds (`Retry-After`, `Allow`).
     public var extraHeaders: [(name: String, value: String)] = []
 
     /// Headers on every answer: the page may load only Studio's own script and style, may
@@ -57,6 +63,7 @@ public struct StudioResponse: Sendable {
         ("Cache-Control", "no-store"),
     ]
 
+    /// Every header to send: the content type, the security headers, the extras.
     public var headers: [(name: String, value: String)] {
         [("Content-Type", contentType)] + Self.securityHeaders + extraHeaders
     }
