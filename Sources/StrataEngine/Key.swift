@@ -155,10 +155,12 @@ public protocol KeyComponent {
 }
 
 extension KeyComponent where Self: RawRepresentable, RawValue: KeyComponent {
+    /// Appends the value's key encoding (FORMAT.md, "Key encoding").
     public func appendKey(to key: inout Key) { rawValue.appendKey(to: &key) }
 }
 
 extension Int64: KeyComponent {
+    /// Appends the value's key encoding (FORMAT.md, "Key encoding").
     public func appendKey(to key: inout Key) {
         key.appendTag(KeyTag.int)
         key.appendBigEndian(Key.orderedBits(self))
@@ -176,6 +178,7 @@ extension Int16: KeyComponent { public func appendKey(to key: inout Key) { Int64
 extension Int8: KeyComponent { public func appendKey(to key: inout Key) { Int64(self).appendKey(to: &key) } }
 
 extension UInt64: KeyComponent {
+    /// Appends the value's key encoding (FORMAT.md, "Key encoding").
     public func appendKey(to key: inout Key) {
         key.appendTag(KeyTag.uint)
         key.appendBigEndian(self)
@@ -188,6 +191,7 @@ extension UInt16: KeyComponent { public func appendKey(to key: inout Key) { UInt
 extension UInt8: KeyComponent { public func appendKey(to key: inout Key) { UInt64(self).appendKey(to: &key) } }
 
 extension Double: KeyComponent {
+    /// Appends the value's key encoding (FORMAT.md, "Key encoding").
     public func appendKey(to key: inout Key) {
         key.appendTag(KeyTag.double)
         key.appendBigEndian(Key.orderedBits(self))
@@ -197,10 +201,12 @@ extension Double: KeyComponent {
 extension Float: KeyComponent { public func appendKey(to key: inout Key) { Double(self).appendKey(to: &key) } }
 
 extension Bool: KeyComponent {
+    /// Appends the value's key encoding (FORMAT.md, "Key encoding").
     public func appendKey(to key: inout Key) { key.appendTag(self ? KeyTag.trueValue : KeyTag.falseValue) }
 }
 
 extension String: KeyComponent {
+    /// Appends the value's key encoding (FORMAT.md, "Key encoding").
     public func appendKey(to key: inout Key) {
         key.appendTag(KeyTag.string)
         key.appendTerminated(Key.normalizedUTF8(self))
@@ -210,6 +216,7 @@ extension String: KeyComponent {
 extension Substring: KeyComponent { public func appendKey(to key: inout Key) { String(self).appendKey(to: &key) } }
 
 extension Data: KeyComponent {
+    /// Appends the value's key encoding (FORMAT.md, "Key encoding").
     public func appendKey(to key: inout Key) {
         key.appendTag(KeyTag.bytes)
         key.appendTerminated(self)
@@ -217,6 +224,7 @@ extension Data: KeyComponent {
 }
 
 extension Array: KeyComponent where Element == UInt8 {
+    /// Appends the value's key encoding (FORMAT.md, "Key encoding").
     public func appendKey(to key: inout Key) {
         key.appendTag(KeyTag.bytes)
         key.appendTerminated(self)
@@ -224,6 +232,7 @@ extension Array: KeyComponent where Element == UInt8 {
 }
 
 extension Date: KeyComponent {
+    /// Appends the value's key encoding (FORMAT.md, "Key encoding").
     public func appendKey(to key: inout Key) {
         key.appendTag(KeyTag.date)
         key.appendBigEndian(Key.orderedBits(timeIntervalSince1970))

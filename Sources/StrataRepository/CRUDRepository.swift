@@ -37,6 +37,7 @@ extension CRUDRepository {
     /// `read(id:)` with the type spelled out: `try await repository.read(Client.self, id: "c1")`.
     public func read<T: Codable & Sendable>(_ type: T.Type, id: String) async throws -> T { try await read(id: id) }
 
+    /// The ids starting with `prefix`, in byte order, at most `limit`.
     public func list(prefix: String = "") async throws -> [String] { try await list(prefix: prefix, limit: nil) }
 }
 
@@ -67,29 +68,41 @@ public struct BackendRepository<Backend: RepositoryBackend>: CRUDRepository {
         self.transformer = transformer
     }
 
+    /// Stores a new item under `id`.
+    /// - Throws: `RepositoryError.alreadyExists` when the id is taken; `.encodingFailed`.
     public func create<T: Codable & Sendable>(id: String, item: T) async throws {
         try await create([(id: id, item: item)])
     }
 
+    /// The item stored under `id`.
+    /// - Throws: `RepositoryError.recordNotFound`; `.decodingFailed`; `.transformerMismatch`.
     public func read<T: Codable & Sendable>(id: String) async throws -> T {
         try await read(ids: [id])[0]
     }
 
+    /// Replaces the item under `id`.
+    /// - Throws: `RepositoryError.recordNotFound` when there is none.
     public func update<T: Codable & Sendable>(id: String, item: T) async throws {
         let data = try await StoredItem.encode(item, id: id, transformer: transformer)
         try await run("update", id) { try backend.replace(id, with: data) }
     }
 
+    /// Removes the item under `id`.
+    /// - Throws: `RepositoryError.recordNotFound` when there is none.
     public func delete(id: String) async throws { try await delete(ids: [id]) }
 
+    /// Whether an item is stored under `id`.
     public func exists(id: String) async throws -> Bool {
         try await run("exists", id) { try backend.load(id) != nil }
     }
 
+    /// The ids starting with `prefix`, in byte order, at most `limit`.
     public func list(prefix: String, limit: Int?) async throws -> [String] {
         try await run("list", nil) { try backend.ids(prefix: prefix, limit: limit) }
     }
 
+    /// Stores several new items, all or none.
+    /// - Throws: `RepositoryError.alreadyExists` when an id is taken (nothing is stored).
     public func create<T: Codable & Sendable>(_ items: [(id: String, item: T)]) async throws {
         var encoded: [(id: String, data: Data)] = []
         encoded.reserveCapacity(items.count)
@@ -98,6 +111,8 @@ public struct BackendRepository<Backend: RepositoryBackend>: CRUDRepository {
         try await run("create", items.count == 1 ? items[0].id : nil) { try backend.insert(rows) }
     }
 
+    /// The items stored under `ids`, in order.
+    /// - Throws: `RepositoryError.recordNotFound` for a missing id.
     public func read<T: Codable & Sendable>(ids: [String]) async throws -> [T] {
         let stored = try await run("read", ids.count == 1 ? ids[0] : nil) { try ids.map { try backend.load($0) } }
         var items: [T] = []
@@ -109,6 +124,8 @@ public struct BackendRepository<Backend: RepositoryBackend>: CRUDRepository {
         return items
     }
 
+    /// Removes the items under `ids`, all or none.
+    /// - Throws: `RepositoryError.recordNotFound` for a missing id (nothing is removed).
     public func delete(ids: [String]) async throws {
         try await run("delete", ids.count == 1 ? ids[0] : nil) { try backend.remove(ids) }
     }

@@ -46,10 +46,20 @@ public struct RepositoryDataSource<Item: Identifiable & Codable & Sendable>: Dat
         self.name = name
     }
 
+    /// Every item this source holds.
     public func getAll() async throws -> [Item] { try await repository.read(ids: try await repository.list()) }
+    /// The item with this id.
+    /// - Throws: `RepositoryError.recordNotFound` when this source does not hold it.
     public func getById(_ id: String) async throws -> Item { try await repository.read(id: id) }
+    /// Adds the item to this source.
+    /// - Throws: `RepositoryError.alreadyExists` when it holds the id already.
     public func insert(_ item: Item) async throws { try await repository.create(id: item.id, item: item) }
+    /// Replaces the item in this source.
+    /// - Throws: `RepositoryError.recordNotFound` when it does not hold the id.
     public func update(_ item: Item) async throws { try await repository.update(id: item.id, item: item) }
+    /// Removes every item from this source.
     public func clean() async throws { try await repository.delete(ids: try await repository.list()) }
+    /// Removes the item with this id.
+    /// - Throws: `RepositoryError.recordNotFound` when this source does not hold it.
     public func deleteById(_ id: String) async throws { try await repository.delete(id: id) }
 }

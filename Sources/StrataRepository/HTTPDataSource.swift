@@ -34,24 +34,34 @@ public struct HTTPDataSource<Item: Identifiable & Codable & Sendable>: DataSourc
         (self.baseURL, self.timeout, self.session) = (baseURL, timeout, session)
     }
 
+    /// Every item this source holds.
     public func getAll() async throws -> [Item] {
         try decode([Item].self, try await send("GET", baseURL, id: nil))
     }
 
+    /// The item with this id.
+    /// - Throws: `RepositoryError.recordNotFound` when this source does not hold it.
     public func getById(_ id: String) async throws -> Item {
         try decode(Item.self, try await send("GET", url(id), id: id))
     }
 
+    /// Adds the item to this source.
+    /// - Throws: `RepositoryError.alreadyExists` when it holds the id already.
     public func insert(_ item: Item) async throws {
         _ = try await send("POST", baseURL, id: item.id, body: try JSONEncoder().encode(item))
     }
 
+    /// Replaces the item in this source.
+    /// - Throws: `RepositoryError.recordNotFound` when it does not hold the id.
     public func update(_ item: Item) async throws {
         _ = try await send("PUT", url(item.id), id: item.id, body: try JSONEncoder().encode(item))
     }
 
+    /// Removes every item from this source.
     public func clean() async throws { _ = try await send("DELETE", baseURL, id: nil) }
 
+    /// Removes the item with this id.
+    /// - Throws: `RepositoryError.recordNotFound` when this source does not hold it.
     public func deleteById(_ id: String) async throws { _ = try await send("DELETE", url(id), id: id) }
 
     /// `base/ID`, with the id escaped as one path segment.

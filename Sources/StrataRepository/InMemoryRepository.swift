@@ -5,10 +5,14 @@ import Synchronization
 public final class InMemoryBackend: RepositoryBackend {
     private let items = Mutex<[String: Data]>([:])
 
+    /// An empty store.
     public init() {}
 
+    /// The stored bytes of `id`, or nil.
     public func load(_ id: String) throws -> Data? { items.withLock { $0[id] } }
 
+    /// Stores new items, all or none.
+    /// - Throws: `RepositoryError.alreadyExists` when an id is taken (nothing is stored).
     public func insert(_ new: [(id: String, data: Data)]) throws {
         try items.withLock { items in
             try checkInsert(new.map(\.id)) { items[$0] != nil }
@@ -16,6 +20,8 @@ public final class InMemoryBackend: RepositoryBackend {
         }
     }
 
+    /// Replaces a stored item.
+    /// - Throws: `RepositoryError.recordNotFound` when there is none.
     public func replace(_ id: String, with data: Data) throws {
         try items.withLock { items in
             guard items[id] != nil else { throw RepositoryError.recordNotFound(id: id) }
@@ -23,6 +29,8 @@ public final class InMemoryBackend: RepositoryBackend {
         }
     }
 
+    /// Removes items, all or none.
+    /// - Throws: `RepositoryError.recordNotFound` for one not stored (nothing is removed).
     public func remove(_ ids: [String]) throws {
         try items.withLock { items in
             try checkRemove(ids) { items[$0] != nil }
@@ -30,14 +38,17 @@ public final class InMemoryBackend: RepositoryBackend {
         }
     }
 
+    /// The ids starting with `prefix`, in byte order, at most `limit`.
     public func ids(prefix: String, limit: Int?) throws -> [String] {
         orderedIDs(items.withLock { Array($0.keys) }, prefix: prefix, limit: limit)
     }
 }
 
+/// A `CRUDRepository` in memory, for tests.
 public typealias InMemoryRepository = BackendRepository<InMemoryBackend>
 
 extension BackendRepository where Backend == InMemoryBackend {
+    /// An empty in-memory repository encoding with `transformer`.
     public init(transformer: any DataTransformer = JSONDataTransformer()) {
         self.init(backend: InMemoryBackend(), transformer: transformer)
     }

@@ -39,10 +39,13 @@ public final class MemoryDataSource<Item: Identifiable & Codable & Sendable>: Da
     /// The number of items held.
     public var count: Int { state.withLock { $0.items.count } }
 
+    /// Every item this source holds.
     public func getAll() async throws -> [Item] {
         state.withLock { $0.items.values.map(\.item).sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) } }
     }
 
+    /// The item with this id.
+    /// - Throws: `RepositoryError.recordNotFound` when this source does not hold it.
     public func getById(_ id: String) async throws -> Item {
         try state.withLock { state in
             guard var entry = state.items[id] else { throw RepositoryError.recordNotFound(id: id) }
@@ -52,6 +55,8 @@ public final class MemoryDataSource<Item: Identifiable & Codable & Sendable>: Da
         }
     }
 
+    /// Adds the item to this source.
+    /// - Throws: `RepositoryError.alreadyExists` when it holds the id already.
     public func insert(_ item: Item) async throws {
         try state.withLock { state in
             guard state.items[item.id] == nil else { throw RepositoryError.alreadyExists(id: item.id) }
@@ -61,6 +66,8 @@ public final class MemoryDataSource<Item: Identifiable & Codable & Sendable>: Da
         }
     }
 
+    /// Replaces the item in this source.
+    /// - Throws: `RepositoryError.recordNotFound` when it does not hold the id.
     public func update(_ item: Item) async throws {
         try state.withLock { state in
             guard let entry = state.items[item.id] else { throw RepositoryError.recordNotFound(id: item.id) }
@@ -68,8 +75,11 @@ public final class MemoryDataSource<Item: Identifiable & Codable & Sendable>: Da
         }
     }
 
+    /// Removes every item from this source.
     public func clean() async throws { state.withLock { $0.items.removeAll() } }
 
+    /// Removes the item with this id.
+    /// - Throws: `RepositoryError.recordNotFound` when this source does not hold it.
     public func deleteById(_ id: String) async throws {
         try state.withLock { state in
             guard state.items.removeValue(forKey: id) != nil else { throw RepositoryError.recordNotFound(id: id) }

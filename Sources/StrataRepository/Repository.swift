@@ -139,9 +139,11 @@ func firstAnswer<Item, Value>(_ sources: [any DataSource<Item>], _ operation: Re
 public struct FirstMatchStrategy: RepositoryStrategy {
     /// The strategy (it has no settings).
     public init() {}
+    /// Reads as the strategy describes above.
     public func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value {
         try await firstAnswer(sources, operation).value
     }
+    /// Writes as the strategy describes above.
     public func write<Item>(_ sources: [any DataSource<Item>], _ operation: WriteOperation<Item>) async throws {
         try await operation.perform(sources[0])
     }
@@ -154,12 +156,14 @@ public struct FirstMatchStrategy: RepositoryStrategy {
 public struct CacheThroughStrategy: RepositoryStrategy {
     /// The strategy (it has no settings).
     public init() {}
+    /// Reads as the strategy describes above.
     public func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value {
         let (value, index) = try await firstAnswer(sources, operation)
         // A cache that cannot be filled is no reason to fail the read.
         for source in sources[..<index] { try? await operation.fill(source, value) }
         return value
     }
+    /// Writes as the strategy describes above.
     public func write<Item>(_ sources: [any DataSource<Item>], _ operation: WriteOperation<Item>) async throws {
         try await operation.perform(sources[sources.count - 1])
         for cache in sources.dropLast() {
@@ -176,9 +180,11 @@ public struct CacheThroughStrategy: RepositoryStrategy {
 public struct WriteThroughStrategy: RepositoryStrategy {
     /// The strategy (it has no settings).
     public init() {}
+    /// Reads as the strategy describes above.
     public func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value {
         try await firstAnswer(sources, operation).value
     }
+    /// Writes as the strategy describes above.
     public func write<Item>(_ sources: [any DataSource<Item>], _ operation: WriteOperation<Item>) async throws {
         var undos: [(source: String, undo: @Sendable () async throws -> Void)] = []
         for source in sources {
@@ -210,9 +216,11 @@ public struct SingleSourceStrategy: RepositoryStrategy {
     /// - Parameter index: the source's position; nil for the last.
     public init(index: Int? = nil) { self.index = index }
 
+    /// Reads as the strategy describes above.
     public func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value {
         try await operation.perform(sources[index ?? sources.count - 1])
     }
+    /// Writes as the strategy describes above.
     public func write<Item>(_ sources: [any DataSource<Item>], _ operation: WriteOperation<Item>) async throws {
         try await operation.perform(sources[index ?? sources.count - 1])
     }

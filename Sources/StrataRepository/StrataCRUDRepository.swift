@@ -18,7 +18,9 @@ public final class StorageBackend: RepositoryBackend {
     /// The collection every table's items are stored in.
     public static let collectionName = RepositoryItem.collectionName
 
+    /// Where the items are stored.
     public let storage: any Storage
+    /// The table the items belong to.
     public let table: String
 
     /// Table `table` of `storage`; several tables can share one storage.
@@ -39,10 +41,13 @@ public final class StorageBackend: RepositoryBackend {
         try reader.read(RepositoryItem.self, primaryKey: key(id)) != nil
     }
 
+    /// The stored bytes of `id`, or nil.
     public func load(_ id: String) throws -> Data? {
         try storage.read(RepositoryItem.self, primaryKey: key(id))?.data
     }
 
+    /// Stores new items, all or none.
+    /// - Throws: `RepositoryError.alreadyExists` when an id is taken (nothing is stored).
     public func insert(_ items: [(id: String, data: Data)]) throws {
         try storage.write { tx in
             try checkInsert(items.map(\.id)) { try exists($0, in: tx) }
@@ -50,6 +55,8 @@ public final class StorageBackend: RepositoryBackend {
         }
     }
 
+    /// Replaces a stored item.
+    /// - Throws: `RepositoryError.recordNotFound` when there is none.
     public func replace(_ id: String, with data: Data) throws {
         try storage.write { tx in
             guard try exists(id, in: tx) else { throw RepositoryError.recordNotFound(id: id) }
@@ -57,6 +64,8 @@ public final class StorageBackend: RepositoryBackend {
         }
     }
 
+    /// Removes items, all or none.
+    /// - Throws: `RepositoryError.recordNotFound` for one not stored (nothing is removed).
     public func remove(_ ids: [String]) throws {
         try storage.write { tx in
             try checkRemove(ids) { try exists($0, in: tx) }
@@ -81,6 +90,7 @@ public final class StorageBackend: RepositoryBackend {
     }
 }
 
+/// A `CRUDRepository` on any `Storage`: items are records of the `repository.items` collection.
 public typealias StrataCRUDRepository = BackendRepository<StorageBackend>
 
 extension BackendRepository where Backend == StorageBackend {

@@ -34,6 +34,8 @@ public final class UserDefaultsBackend: RepositoryBackend, @unchecked Sendable {
     /// The stored bytes of `id`, or nil.
     public func load(_ id: String) throws -> Data? { defaults.data(forKey: key(id)) }
 
+    /// Stores new items, all or none.
+    /// - Throws: `RepositoryError.alreadyExists` when an id is taken (nothing is stored).
     public func insert(_ items: [(id: String, data: Data)]) throws {
         try lock.withLock { _ in
             try checkInsert(items.map(\.id)) { defaults.object(forKey: key($0)) != nil }

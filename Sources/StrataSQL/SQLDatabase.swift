@@ -44,6 +44,7 @@ public struct SQLDialect: Sendable {
     /// The column type of a readable column holding a top-level field of this stored type.
     public var columnType: @Sendable (StoredType) -> String
 
+    /// A dialect of these properties.
     public init(name: String, bytesType: String, maxIdentifierBytes: Int?, placeholder: @escaping @Sendable (Int) -> String,
                 columnType: @escaping @Sendable (StoredType) -> String) {
         (self.name, self.bytesType, self.maxIdentifierBytes, self.placeholder, self.columnType) = (name, bytesType, maxIdentifierBytes, placeholder, columnType)
@@ -71,6 +72,8 @@ public protocol SQLDatabase: Sendable {
 }
 
 extension SQLDatabase {
+    /// Announces nothing: other processes learn of commits by polling.
     public func announce(_ collections: Set<String>, from storage: String, in connection: any SQLConnection) throws {}
+    /// Listens to nothing.
     public func listen(_ handler: @escaping @Sendable (_ storage: String, _ collections: Set<String>) -> Void) throws {}
 }

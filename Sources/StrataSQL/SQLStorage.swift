@@ -21,6 +21,7 @@ import Synchronization
 /// SQL cannot order the same way, run in Swift. `explain` shows the statement and what is
 /// left to Swift. The catalog (`strata_catalog`) is the Strata file's, with its rules.
 open class SQLStorage: Storage, @unchecked Sendable {
+    /// The SQL database underneath.
     public let database: any SQLDatabase
     let observers = CommitObservers()
     /// The last catalog entry decoded per collection, with its stored text.
@@ -43,11 +44,15 @@ open class SQLStorage: Storage, @unchecked Sendable {
         }
     }
 
+    /// Runs `body` on a consistent snapshot.
+    /// - Throws: what `body` or the storage throws.
     public final func read<R>(_ body: (any StorageReader) throws -> R) throws -> R {
         try checkNotWriting()
         return try database.read { try body(SQLReader(storage: self, connection: $0)) }
     }
 
+    /// Runs `body` in one write transaction: committed when it returns, rolled back when it throws.
+    /// - Throws: what `body` or the storage throws; nothing is committed then.
     @discardableResult
     public final func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
         try checkNotWriting()
@@ -71,6 +76,7 @@ open class SQLStorage: Storage, @unchecked Sendable {
         if Thread.current.threadDictionary[writingKey] != nil { throw StorageError.nestedTransaction }
     }
 
+    /// Releases the storage; later calls fail with a closed-storage error.
     public func close() throws {
         try database.close()
         observers.close()
@@ -119,10 +125,12 @@ open class SQLStorage: Storage, @unchecked Sendable {
 extension SQLStorage {
     // The async forms (see `Storage`): re-declared so a call on this type does not pick the
     // synchronous ones in async code.
+    /// `Storage.read(_:)` (async), declared on the class so that calls on it choose it in async code.
     public func read<R: Sendable>(_ body: @escaping @Sendable (any StorageReader) throws -> R) async throws -> R {
         try await offload { try self.read(body) }
     }
 
+    /// `Storage.write(_:)` (async), declared on the class for the same reason.
     @discardableResult
     public func write<R: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> R) async throws -> R {
         try await offload { try self.write(body) }

@@ -10,10 +10,17 @@ public struct AnyStorage: Storage {
     /// Wraps `base`.
     public init(_ base: any Storage) { self.base = base }
 
+    /// Runs `body` on a consistent snapshot.
+    /// - Throws: what `body` or the storage throws.
     public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R { try base.read(body) }
+    /// Runs `body` in one write transaction: committed when it returns, rolled back when it throws.
+    /// - Throws: what `body` or the storage throws; nothing is committed then.
     @discardableResult
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R { try base.write(body) }
+    /// Releases the storage; later calls fail with a closed-storage error.
     public func close() throws { try base.close() }
+    /// Makes commits made elsewhere visible.
     public func refresh() throws { try base.refresh() }
+    /// Calls `observer` after each commit with the collections it changed.
     public func observeCommits(_ observer: @escaping @Sendable (CommitEvent) -> Void) -> CommitObservation { base.observeCommits(observer) }
 }

@@ -22,12 +22,18 @@ public final class MemoryStorage: Storage {
         storage = StrataStorage(database: try Database.inMemory(options: options))
     }
 
+    /// Runs `body` on a consistent snapshot.
+    /// - Throws: what `body` or the storage throws.
     public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R { try storage.read(body) }
 
+    /// Runs `body` in one write transaction: committed when it returns, rolled back when it throws.
+    /// - Throws: what `body` or the storage throws; nothing is committed then.
     @discardableResult
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R { try storage.write(body) }
 
+    /// Releases the storage; later calls fail with a closed-storage error.
     public func close() throws { try storage.close() }
 
+    /// Calls `observer` after each commit with the collections it changed.
     public func observeCommits(_ observer: @escaping @Sendable (CommitEvent) -> Void) -> CommitObservation { storage.observeCommits(observer) }
 }

@@ -43,6 +43,7 @@ public final class StrataStorage: Storage {
         self.database = database
     }
 
+    /// Releases the storage; later calls fail with a closed-storage error.
     public func close() throws {
         follower.stop()
         try database.close()
@@ -54,6 +55,7 @@ public final class StrataStorage: Storage {
     /// Follows other handles' commits while a read-only storage has observers.
     let follower = FileFollower()
 
+    /// Calls `observer` after each commit with the collections it changed.
     public func observeCommits(_ observer: @escaping @Sendable (CommitEvent) -> Void) -> CommitObservation {
         let observation = observers.add(observer)
         guard database.options.readOnly else { return observation }
@@ -68,12 +70,16 @@ public final class StrataStorage: Storage {
     /// it ends.
     public var activeObservers: Int { observers.count }
 
+    /// Runs `body` on a consistent snapshot.
+    /// - Throws: what `body` or the storage throws.
     public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R {
         let snapshot = try database.snapshot()
         return try body(StrataReader(storage: self, engine: snapshot, catalogSequence: database.options.readOnly ? snapshot.sequence : nil,
                                      accesses: AccessCache()))
     }
 
+    /// Runs `body` in one write transaction: committed when it returns, rolled back when it throws.
+    /// - Throws: what `body` or the storage throws; nothing is committed then.
     @discardableResult
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
         try transact { try body($0) }
