@@ -6,29 +6,46 @@ import StrataDAO
 // database models behind translators. Shared by strata-demo, the DAO tests and the W3
 // benchmark, so the example is written once.
 
+/// A message as the app sees it (the DAO talk's `MessagePlainObject`).
 public struct MessagePlainObject: Plain {
+    /// Its identifier.
     public let id: Int
+    /// When it was sent.
     public let date: Date
+    /// Its text.
     public let text: String
+    /// Who sent it.
     public let senderId: Int
+    /// Who received it.
     public let receiverId: Int
+    /// The app's message kind.
     public let type: Int
+    /// Whether it was received rather than sent.
     public let isIncoming: Bool
+    /// Whether it was read.
     public let isRead: Bool
+    /// The identifier as the DAO uses it.
     public var uniqueId: UniqueID { UniqueID(id) }
 
+    /// A message.
     public init(id: Int, date: Date, text: String, senderId: Int, receiverId: Int, type: Int, isIncoming: Bool, isRead: Bool) {
         (self.id, self.date, self.text, self.senderId, self.receiverId, self.type, self.isIncoming, self.isRead) =
             (id, date, text, senderId, receiverId, type, isIncoming, isRead)
     }
 }
 
+/// A dialog as the app sees it: its messages inside it.
 public struct DialogPlainObject: Plain {
+    /// Its identifier.
     public let id: Int
+    /// Whether it is pinned.
     public let isPinned: Bool
+    /// Its messages.
     public let messages: [MessagePlainObject]
+    /// The identifier as the DAO uses it.
     public var uniqueId: UniqueID { UniqueID(id) }
 
+    /// A dialog.
     public init(id: Int, isPinned: Bool, messages: [MessagePlainObject]) {
         (self.id, self.isPinned, self.messages) = (id, isPinned, messages)
     }
@@ -37,36 +54,55 @@ public struct DialogPlainObject: Plain {
 /// Messages are stored objects of their own (the talk's `MessageModelObject`), indexed for
 /// queries across dialogs; a dialog holds their ids, in order.
 public struct MessageModel: Model {
+    /// The message's id.
     public var id: Int64
+    /// The dialog it belongs to.
     public var dialogId: Int64
+    /// When it was sent.
     public var date: Date
+    /// Its text.
     public var text: String
+    /// Who sent it.
     public var senderId: Int64
+    /// Who received it.
     public var receiverId: Int64
+    /// The app's message kind.
     public var type: Int
+    /// Whether it was received.
     public var isIncoming: Bool
+    /// Whether it was read.
     public var isRead: Bool
+    /// Keyed by id; indexed by read state and direction (unread incoming counts), and by dialog.
     public static let schema = Schema<MessageModel>(primaryKey: \.id, indexes: [.index(\.isRead, \.isIncoming), .index(\.dialogId)])
 }
 
+/// A dialog as stored: its messages are records of their own, referenced by id.
 public struct DialogModel: Model {
+    /// The dialog's id.
     public var id: Int64
+    /// Whether it is pinned.
     public var isPinned: Bool
+    /// Its messages' ids, in order.
     public var messageIds: [Int64]
+    /// Keyed by id; indexed by `isPinned`.
     public static let schema = Schema<DialogModel>(primaryKey: \.id, indexes: [.index(\.isPinned)])
 }
 
+/// Messages between plain objects and database models.
 public struct MessagesTranslator: Translator {
     /// The dialog the messages being written belong to.
     public var dialogId: Int64
 
+    /// A translator writing messages of `dialogId`.
     public init(dialogId: Int64 = 0) { self.dialogId = dialogId }
 
+    /// The plain message of a stored one.
     public func translate(model m: MessageModel, context: any StorageReader) throws -> MessagePlainObject {
         MessagePlainObject(id: Int(m.id), date: m.date, text: m.text, senderId: Int(m.senderId), receiverId: Int(m.receiverId), type: m.type,
                            isIncoming: m.isIncoming, isRead: m.isRead)
     }
 
+    /// The stored message of a plain one, in this translator's dialog.
     public func translate(plain p: MessagePlainObject, context: any StorageWriter) throws -> MessageModel {
         MessageModel(id: Int64(p.id), dialogId: dialogId, date: p.date, text: p.text, senderId: Int64(p.senderId), receiverId: Int64(p.receiverId),
                      type: p.type, isIncoming: p.isIncoming, isRead: p.isRead)
@@ -77,13 +113,16 @@ public struct MessagesTranslator: Translator {
 /// their own collection, in the same transaction. `cascade` decides what erasing a dialog
 /// (or dropping messages from it) does to them.
 public struct DialogTranslator: Translator {
+    /// Whether erasing a dialog erases its messages.
     public var cascade: Bool
 
+    /// A translator that cascades erases unless told not to.
     public init(cascade: Bool = true) { self.cascade = cascade }
 
     /// A dialog's plain object holds its messages: a live query re-runs when they change.
     public var relatedCollections: Set<String>? { [MessageModel.collectionName] }
 
+    /// The plain dialog, with its messages read in the same transaction.
     public func translate(model m: DialogModel, context: any StorageReader) throws -> DialogPlainObject {
         let stored = try context.read(MessageModel.self, primaryKeys: m.messageIds)
         guard stored.count == m.messageIds.count else {
@@ -94,12 +133,14 @@ public struct DialogTranslator: Translator {
         return DialogPlainObject(id: Int(m.id), isPinned: m.isPinned, messages: messages)
     }
 
+    /// The stored dialog; its messages are persisted in the same transaction.
     public func translate(plain p: DialogPlainObject, context: any StorageWriter) throws -> DialogModel {
         let models = try MessagesTranslator(dialogId: Int64(p.id)).translate(plains: p.messages, context: context)
         try context.persist(models)
         return DialogModel(id: Int64(p.id), isPinned: p.isPinned, messageIds: models.map(\.id))
     }
 
+    /// Updates a stored dialog, replacing its messages.
     public func translate(from p: DialogPlainObject, to model: inout DialogModel, context: any StorageWriter) throws {
         let kept = Set(p.messages.map { Int64($0.id) })
         if cascade {
@@ -108,6 +149,7 @@ public struct DialogTranslator: Translator {
         model = try translate(plain: p, context: context)
     }
 
+    /// Erases the dialog's messages when `cascade` is set.
     public func eraseRelated(of model: DialogModel, context: any StorageWriter) throws {
         guard cascade else { return }
         _ = try context.erase(MessageModel.self, primaryKeys: model.messageIds)
