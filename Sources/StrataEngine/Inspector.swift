@@ -89,6 +89,9 @@ public final class Inspector: Sendable {
         public var logBytesSinceCheckpoint: UInt64
         /// Bytes at the end of the file that recovery would drop (an interrupted write).
         public var tornTailBytes: UInt64
+        /// Zero bytes after the last frame that the writer preallocated for the log
+        /// (FORMAT.md, "Preallocated space"); a closed file has none.
+        public var preallocatedBytes: UInt64
         /// Every tree of the latest state.
         public var trees: [TreeInfo]
     }
@@ -121,7 +124,7 @@ public final class Inspector: Sendable {
             readVersion: header.readVersion, writeVersion: header.writeVersion, pageSize: Int(header.pageSize),
             salt: String(header.salt, radix: 16), created: Date(milliseconds: header.createdAtMilliseconds), slots: slots,
             checkpoint: checkpoint, lastCommit: lastCommit, logBytesSinceCheckpoint: counters.logBytes,
-            tornTailBytes: database.openReport.tornBytes,
+            tornTailBytes: database.openReport.tornBytes, preallocatedBytes: try database.preallocatedBytes(),
             trees: snapshot.treeNames.map { TreeInfo(name: $0, entries: Int(snapshot.trees[$0]!.entryCount)) })
     }
 
@@ -157,8 +160,9 @@ public final class Inspector: Sendable {
     /// Visits the frames from `start` (default: the first) until `body` returns false or
     /// the end. A frame that fails verification is reported with its error; when its header
     /// itself is unreadable the walk stops there (no length to continue by).
+    /// Stops at the end of the frames: preallocated zeros after them are not frames.
     public func walkFrames(from start: UInt64? = nil, _ body: (FrameInfo) throws -> Bool) throws {
-        try walkFrames(from: start ?? Inspector.firstFrameOffset, upTo: try store.file.size(), body)
+        try walkFrames(from: start ?? Inspector.firstFrameOffset, upTo: try store.file.size() - database.preallocatedBytes(), body)
     }
 
     /// Where the first frame of every file starts.

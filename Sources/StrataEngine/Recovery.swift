@@ -131,6 +131,8 @@ enum Recovery {
             do {
                 frame = try readFrame(at: position, fileSize: size, store: store)
             } catch let StrataError.corruption(_, _, reason) {
+                // Zeros from here to the end are preallocated space: the log ends here.
+                if try isZeroTail(from: position, to: size, store: store) { return nil }
                 return (position, reason)
             }
             let address = FrameAddress(offset: position, length: UInt32(frame.bytes.count))
@@ -220,6 +222,18 @@ enum Recovery {
             path: store.path, offset: position,
             reason: "\(reason); valid commits follow at offset \(later), so this is damage, not an interrupted write. "
                 + "Open with recovery: .truncateAtFirstBadFrame to keep only the commits before it")
+    }
+
+    /// Whether every byte from `start` to `end` is zero: space a writer preallocated for
+    /// the log (FORMAT.md, "Preallocated space"), not a torn write. Reads 1 MiB at a time.
+    static func isZeroTail(from start: UInt64, to end: UInt64, store: PageStore) throws -> Bool {
+        var position = start
+        while position < end {
+            let chunk = try store.readBytes(count: Int(min(end - position, 1 << 20)), at: position)
+            guard !chunk.isEmpty, chunk.allSatisfy({ $0 == 0 }) else { return false }
+            position += UInt64(chunk.count)
+        }
+        return true
     }
 
     /// The offset of the first valid log or checkpoint frame after `position`, if any.

@@ -83,8 +83,10 @@ public struct SpaceReport: Sendable, Equatable {
     public var fileSize: UInt64
     /// Bytes that recovery needs: header, latest checkpoint and what it references, log tail.
     public var liveBytes: UInt64
+    /// Zero bytes after the last frame, preallocated for the log; a closed file has none.
+    public var preallocatedBytes: UInt64 = 0
     /// Superseded pages and checkpointed log: what `compact()` gives back.
-    public var deadBytes: UInt64 { fileSize - min(liveBytes, fileSize) }
+    public var deadBytes: UInt64 { fileSize - min(liveBytes + preallocatedBytes, fileSize) }
     /// Every tree.
     public var trees: [Tree]
     /// Dead bytes no tree can be named for: old checkpoint frames, pages of interrupted
@@ -95,13 +97,14 @@ public struct SpaceReport: Sendable, Equatable {
 /// The JSON of `storedump stats --json` and Studio's `/api/stats`: the report's figures, with
 /// each tree's entry count as `entries` and the computed `deadBytes` included.
 extension SpaceReport: Encodable {
-    private enum CodingKeys: String, CodingKey { case fileSize, liveBytes, deadBytes, unattributedDeadBytes, trees }
+    private enum CodingKeys: String, CodingKey { case fileSize, liveBytes, deadBytes, preallocatedBytes, unattributedDeadBytes, trees }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(fileSize, forKey: .fileSize)
         try container.encode(liveBytes, forKey: .liveBytes)
         try container.encode(deadBytes, forKey: .deadBytes)
+        try container.encode(preallocatedBytes, forKey: .preallocatedBytes)
         try container.encode(unattributedDeadBytes, forKey: .unattributedDeadBytes)
         try container.encode(trees, forKey: .trees)
     }
@@ -192,6 +195,7 @@ extension Database {
             trees.append(tree)
         }
         var report = SpaceReport(fileSize: try store.file.size(), liveBytes: try liveBytes(store: store, writer: writer), trees: trees)
+        report.preallocatedBytes = try preallocatedBytes()
         try attributeDeadBytes(&report, store: store, writer: writer)
         progress?(report.fileSize, report.fileSize)
         return report

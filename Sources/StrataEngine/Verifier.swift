@@ -30,7 +30,7 @@ extension Inspector {
     /// `progress` receives (bytes done, bytes total) as frames are checked.
     public func verify(quick: Bool = false, progress: ((UInt64, UInt64) -> Void)? = nil) throws -> [Fault] {
         var faults: [Fault] = []
-        let size = try store.file.size()
+        let size = try store.file.size() - database.preallocatedBytes()
         let lastValidEnd = database.writerCounters().end
         var lastSequence: UInt64?
         try walkFrames(from: FileHeader.dataStart) { frame in

@@ -84,7 +84,8 @@ struct Info: ParsableCommand {
             print("checkpoint     " + (info.checkpoint.map { "commit \($0.sequence) @\($0.offset), \(Output.date($0.time))" } ?? "none"))
             print("last commit    " + (info.lastCommit.map { "commit \($0.sequence) @\($0.offset), \(Output.date($0.time))" } ?? "none"))
             print("log tail       \(Output.bytes(info.logBytesSinceCheckpoint)) since the checkpoint (replayed at open)")
-            print("tail           " + (info.tornTailBytes == 0 ? "clean" : "\(info.tornTailBytes) torn bytes (an interrupted write; the next writable open drops them)"))
+            print("tail           " + (info.tornTailBytes == 0 ? "clean" : "\(info.tornTailBytes) torn bytes (an interrupted write; the next writable open drops them)")
+                + (info.preallocatedBytes == 0 ? "" : ", then \(Output.bytes(info.preallocatedBytes)) preallocated for the log (trimmed on close)"))
             print("")
             Output.table(["tree", "entries"], info.trees.map { [$0.name, "\($0.entries)"] })
         }
@@ -309,6 +310,7 @@ struct Stats: ParsableCommand {
             print("")
             print("file      \(Output.bytes(space.fileSize))")
             print("live      \(Output.bytes(space.liveBytes)) (header, latest checkpoint and what it references, log tail)")
+            if space.preallocatedBytes > 0 { print("free      \(Output.bytes(space.preallocatedBytes)) preallocated for the log (trimmed on close)") }
             print("dead      \(Output.bytes(space.deadBytes)) (superseded pages and checkpointed log: `storedump compact` reclaims about this much;")
             print("          \(Output.bytes(space.unattributedDeadBytes)) of it belongs to no current tree: old checkpoints, dropped trees)")
         }

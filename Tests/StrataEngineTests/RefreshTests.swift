@@ -76,10 +76,12 @@ struct RefreshTests {
             options.checkpointOnClose = false
             let writer = try Database(path: path, options: options)
             try NumberedWorkload.commit(1, to: writer)
-            let committed = try Data(contentsOf: URL(fileURLWithPath: path)).count
+            // Where commit 1 ends (the file runs on with zeros preallocated for the log).
+            let committed = Int(writer.writerCounters().end)
             try NumberedWorkload.commit(2, to: writer)
+            let written = Int(writer.writerCounters().end)
             try writer.close()
-            let whole = try Data(contentsOf: URL(fileURLWithPath: path))
+            let whole = try Data(contentsOf: URL(fileURLWithPath: path)).prefix(written)
             // The file as a reader finds it while commit 2's frame is half written.
             let copy = path + ".copy"
             try Data(whole.prefix(committed)).write(to: URL(fileURLWithPath: copy))
@@ -103,7 +105,7 @@ struct RefreshTests {
             let writer = try Database(path: path)
             try NumberedWorkload.commit(1, to: writer)
             let reader = try Database(path: path, options: Self.readOnly)
-            let damaged = try Data(contentsOf: URL(fileURLWithPath: path)).count + 30
+            let damaged = Int(writer.writerCounters().end) + 30
             for n in 2 ... 5 { try NumberedWorkload.commit(n, to: writer) }
             try writer.close()
             let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))

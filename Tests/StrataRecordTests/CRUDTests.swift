@@ -49,7 +49,8 @@ struct CRUDTests {
         }
     }
 
-    @Test("records work without a global database, and with the optional default", arguments: RecordBackend.available)
+    // Serialized: its cases set and clear the one process-wide default database.
+    @Test("records work without a global database, and with the optional default", .serialized, arguments: RecordBackend.available)
     func defaultDatabase(_ backend: RecordBackend) throws {
         try withDatabase(backend) { db, _ in
             RecordDatabase.default = db

@@ -130,7 +130,8 @@ extension StudioAssets {
           ["checkpoint", info.checkpoint ? "commit " + info.checkpoint.sequence + " @" + info.checkpoint.offset + ", " + info.checkpoint.time : "none"],
           ["last commit", info.lastCommit ? "commit " + info.lastCommit.sequence + " @" + info.lastCommit.offset + ", " + info.lastCommit.time : "none"],
           ["log since checkpoint", bytes(info.logBytesSinceCheckpoint) + " (replayed at open)"],
-          ["tail", info.tornTailBytes === 0 ? "clean" : info.tornTailBytes + " torn bytes (an interrupted write; the next writable open drops them)"],
+          ["tail", (info.tornTailBytes === 0 ? "clean" : info.tornTailBytes + " torn bytes (an interrupted write; the next writable open drops them)")
+            + (info.preallocatedBytes ? ", then " + bytes(info.preallocatedBytes) + " preallocated for the log (trimmed on close)" : "")],
         ];
         const space = el("div", { id: "overview-space" }, "live and dead bytes: analysing…");
         api("/api/stats").then(stats => {
