@@ -26,13 +26,18 @@ public enum StudioServer {
     /// - Throws: when the address cannot be bound (the port is in use, or not permitted).
     public static func run(_ studio: Studio, host: String = "127.0.0.1", port: Int = 8080,
                            onListening: @escaping @Sendable (String) -> Void) async throws {
+        // Studio's own threads: its blocking reads never wait behind (or hold up) other
+        // NIO users in the process, such as an app's database driver on the shared pools.
+        let readers = NIOThreadPool(numberOfThreads: readerThreads)
+        readers.start()
+        let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
             let exchange = StudioRequest(
                 method: request.method.rawValue, path: request.uri.path,
                 query: StudioRequest.parameters(request.uri.query),
                 host: request.head.authority, origin: request.headers[.origin])
             if exchange.path == "/api/events" { return eventStream(studio, exchange) }
-            let answer = try await NIOThreadPool.singleton.runIfActive { studio.respond(to: exchange) }
+            let answer = try await readers.runIfActive { studio.respond(to: exchange) }
             return response(answer, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
         }
         var logger = Logger(label: "strata.studio")
@@ -46,10 +51,22 @@ public enum StudioServer {
                 studio.listening(host: host, port: bound)
                 onListening("http://\(host.contains(":") ? "[\(host)]" : host):\(bound)/")
             },
+            eventLoopGroupProvider: .shared(loops),
             logger: logger)
-        defer { studio.close() }
-        try await app.runService()
+        var failure: (any Error)?
+        do {
+            try await app.runService()
+        } catch {
+            failure = error
+        }
+        studio.close()
+        try? await readers.shutdownGracefully()
+        try? await loops.shutdownGracefully()
+        if let failure { throw failure }
     }
+
+    /// Threads answering requests (each blocks on the file while it reads).
+    static let readerThreads = 2
 
     /// `/api/events`: `hello` with the current commit, then `commit` per new commit.
     private static func eventStream(_ studio: Studio, _ request: StudioRequest) -> Response {

@@ -20,8 +20,8 @@ struct StudioServerTests {
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = in_port_t(UInt16(port).bigEndian)
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            // Reads give up after 20 s rather than hang the test.
-            var timeout = timeval(tv_sec: 20, tv_usec: 0)
+            // Reads give up after 60 s rather than hang the test (CI runs every suite at once on 2 cores).
+            var timeout = timeval(tv_sec: 60, tv_usec: 0)
             setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             let connected = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
