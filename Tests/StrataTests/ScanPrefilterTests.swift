@@ -260,4 +260,67 @@ struct ScanPrefilterTests {
             try storage.close()
         }
     }
+
+    /// Every fixed-width kind the byte check compiles to integer comparisons: signed and
+    /// unsigned integers, doubles, floats (compared as doubles), Booleans, and an optional.
+    struct Sample: Model, Equatable {
+        var id: Int64
+        var level: Int
+        var count: UInt64
+        var ratio: Double
+        var small: Float
+        var flag: Bool
+        var maybe: Int?
+        static let collectionName = "samples"
+        static let schema = Schema<Sample>(primaryKey: \.id)
+        static let storedFields: [StoredField<Sample>] = [
+            .field(\.id), .field(\.level), .field(\.count), .field(\.ratio), .field(\.small), .field(\.flag), .field(\.maybe),
+        ]
+    }
+
+    @Test("every comparison on every fixed-width kind, at and around each bound, gives the array's answer in reads and counts")
+    func compiledComparisonsMatchTheArrayAnswer() throws {
+        try withFile { path in
+            let storage = try StrataStorage(path: path)
+            let samples = (0 ..< 300).map { (i: Int) -> Sample in
+                Sample(id: Int64(i), level: i % 21 - 10, count: UInt64(i % 13) * 1_000_000_007, ratio: Double(i % 9) / 2 - 2,
+                       small: Float(i % 7) / 4, flag: i % 4 == 0, maybe: i % 5 == 0 ? nil : i % 6 - 3)
+            }
+            try storage.persist(samples)
+            func check(_ filter: Filter<Sample>, _ expected: (Sample) -> Bool, _ label: String) throws {
+                let query = Sample.filter(filter)
+                #expect(try storage.explain(query).access == .fullScan)
+                #expect(try storage.read(query) == samples.filter(expected), "\(label)")
+                #expect(try storage.count(query) == samples.filter(expected).count, "\(label) (count)")
+            }
+            for v in [-11, -10, -1, 0, 3, 10, 11] {
+                try check(\.level == v, { $0.level == v }, "level == \(v)")
+                try check(\.level < v, { $0.level < v }, "level < \(v)")
+                try check(\.level <= v, { $0.level <= v }, "level <= \(v)")
+                try check(\.level > v, { $0.level > v }, "level > \(v)")
+                try check(\.level >= v, { $0.level >= v }, "level >= \(v)")
+                try check(\.maybe <= v, { $0.maybe.map { $0 <= v } ?? false }, "maybe <= \(v)")
+                try check(\.maybe > v, { $0.maybe.map { $0 > v } ?? false }, "maybe > \(v)")
+            }
+            for v: UInt64 in [0, 1_000_000_007, 5_000_000_035, UInt64.max] {
+                try check(\.count <= v, { $0.count <= v }, "count <= \(v)")
+                try check(\.count > v, { $0.count > v }, "count > \(v)")
+            }
+            for v in [-2.5, -2.0, 0.0, 1.5, 2.0] {
+                try check(\.ratio < v, { $0.ratio < v }, "ratio < \(v)")
+                try check(\.ratio >= v, { $0.ratio >= v }, "ratio >= \(v)")
+            }
+            for v in [0.0, 0.5, 1.5] {
+                try check(\.small <= Float(v), { $0.small <= Float(v) }, "small <= \(v)")
+            }
+            try check(\.flag == true, { $0.flag }, "flag")
+            try check(\.flag == false, { !$0.flag }, "!flag")
+            try check(.between(\.level, -3 ... 4), { (-3 ... 4).contains($0.level) }, "level in -3...4")
+            try check(.between(\.level, -3 ..< 4), { (-3 ..< 4).contains($0.level) }, "level in -3..<4")
+            try check(.in(\.level, [-10, 0, 7, 99]), { [-10, 0, 7, 99].contains($0.level) }, "level IN")
+            try check(.in(\.count, [0, 2_000_000_014]), { [0, 2_000_000_014].contains($0.count) }, "count IN")
+            try check(\.level > -5 && \.flag == false && \.ratio <= 0.5, { $0.level > -5 && !$0.flag && $0.ratio <= 0.5 }, "three fields")
+            try storage.close()
+        }
+    }
 }

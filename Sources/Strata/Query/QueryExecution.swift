@@ -60,31 +60,8 @@ struct QueryExecution<Record> {
             for (key, record) in window(found) where try !key.withUnsafeBytes({ try visit($0, record) }) { return }
             return
         }
-        var page = Window(offset: offset, limit: limit)
+        var page = ResultWindow(offset: offset, limit: limit)
         try candidates(access) { key, record in try page.pass(key, record, matches: matches, to: visit) }
-    }
-
-    /// The offset and limit, applied to records streamed in their final order.
-    private struct Window {
-        let offset: Int
-        let limit: Int?
-        var skipped = 0, emitted = 0
-
-        init(offset: Int, limit: Int?) { (self.offset, self.limit) = (offset, limit) }
-
-        /// Passes a match past the offset to `visit`; whether to read on.
-        mutating func pass(_ key: UnsafeRawBufferPointer, _ record: Record, matches: (Record) throws -> Bool,
-                           to visit: (UnsafeRawBufferPointer, Record) throws -> Bool) throws -> Bool {
-            guard try matches(record) else { return true }
-            if skipped < offset {
-                skipped += 1
-                return true
-            }
-            if let limit, emitted >= limit { return false }
-            emitted += 1
-            guard try visit(key, record) else { return false }
-            return limit.map { emitted < $0 } ?? true
-        }
     }
 
     func window<T>(_ results: [T]) -> ArraySlice<T> {
@@ -97,7 +74,7 @@ struct QueryExecution<Record> {
     /// every path, so the records are read in that order (`fetchInPrimaryKeyOrder`) and
     /// streamed — a limit stops the reads — instead of fetched in index order and sorted.
     private func runInPrimaryKeyOrder(_ access: ChosenAccess, index: String, _ visit: (UnsafeRawBufferPointer, Record) throws -> Bool) throws {
-        var page = Window(offset: offset, limit: limit)
+        var page = ResultWindow(offset: offset, limit: limit)
         try fetchInPrimaryKeyOrder(access, index: index) { key, bytes in
             if let admits, !admits(bytes) { return true }
             return try page.pass(key, try decode(bytes), matches: matches, to: visit)
@@ -308,5 +285,30 @@ struct BoundedTop<Record> {
             elements.swapAt(parent, worst)
             parent = worst
         }
+    }
+}
+
+/// The offset and limit, applied to records streamed in their final order. Not generic (only
+/// `pass` is): in a query's unspecialized code a generic type's methods take its metadata,
+/// which the runtime looks up on each call — once per record.
+private struct ResultWindow {
+    let offset: Int
+    let limit: Int?
+    var skipped = 0, emitted = 0
+
+    init(offset: Int, limit: Int?) { (self.offset, self.limit) = (offset, limit) }
+
+    /// Passes a match past the offset to `visit`; whether to read on.
+    mutating func pass<Record>(_ key: UnsafeRawBufferPointer, _ record: Record, matches: (Record) throws -> Bool,
+                             to visit: (UnsafeRawBufferPointer, Record) throws -> Bool) throws -> Bool {
+        guard try matches(record) else { return true }
+        if skipped < offset {
+            skipped += 1
+            return true
+        }
+        if let limit, emitted >= limit { return false }
+        emitted += 1
+        guard try visit(key, record) else { return false }
+        return limit.map { emitted < $0 } ?? true
     }
 }

@@ -42,6 +42,13 @@ struct RecordPrefilter {
         }
     }
 
+    /// Conditions on numbers and Booleans, compiled to integer comparisons: trivial values,
+    /// so checking one costs no reference counting, copy or `memcmp` per record.
+    private let fixed: [FixedWidthCondition]
+    /// The values of `fixed` conditions that are sets of points (`==`, `IN`).
+    private let fixedPoints: [FixedKey]
+    /// Every other condition (strings, array elements, bounds that are not plain values),
+    /// compared as keys.
     private let conditions: [Condition]
     /// The key a string condition's stored value is converted into, reused across records:
     /// a prefilter serves one query execution, on one thread.
@@ -64,10 +71,19 @@ struct RecordPrefilter {
                   let kind = Self.kind(of: bounds) else { return nil }
             return Condition(field: field, bounds: bounds, kind: kind, onElements: onElements)
         }
-        self.conditions = conditions.compactMap { condition($0, $1, onElements: false) }
+        let all = conditions.compactMap { condition($0, $1, onElements: false) }
             + elements.compactMap { condition($0, $1, onElements: true) }
-        guard !self.conditions.isEmpty else { return nil }
-        checksAll = self.conditions.count == conditions.count + elements.count
+        guard !all.isEmpty else { return nil }
+        var fixed: [FixedWidthCondition] = [], points: [FixedKey] = [], general: [Condition] = []
+        for condition in all {
+            if !condition.onElements, let compiled = FixedWidthCondition(field: condition.field, bounds: condition.bounds, kind: condition.kind, pointList: &points) {
+                fixed.append(compiled)
+            } else {
+                general.append(condition)
+            }
+        }
+        (self.fixed, fixedPoints, self.conditions) = (fixed, points, general)
+        checksAll = all.count == conditions.count + elements.count
         context = DecodingContext(buffer: UnsafeRawBufferPointer(start: nil, count: 0), fields: fields, collection: collection)
     }
 
@@ -98,26 +114,48 @@ struct RecordPrefilter {
     /// then decoding must tell. With `checksAll` and no other condition in the query, a
     /// decision is the query's answer (counts need not decode).
     func decides(_ record: UnsafeRawBufferPointer) -> Bool? {
+        let total = fixed.count + conditions.count
         var decided = 0, rejected = false
-        let context = context, scratch = scratch
-        _ = Self.forEachField(of: record, in: context) { field, position in
-            for i in conditions.indices where conditions[i].field == field {
-                let met = conditions[i].onElements
-                    ? try Self.someElement(context, at: position, meets: conditions[i], scratch: &scratch.key)
-                    : try Self.value(context, at: position, meets: conditions[i], scratch: &scratch.key)
-                guard let met else { continue }
-                guard met else {
-                    rejected = true
-                    return false
+        fixed.withUnsafeBufferPointer { fixed in
+            fixedPoints.withUnsafeBufferPointer { points in
+                _ = Self.forEachField(of: record, in: context) { field, position in
+                    for i in fixed.indices where fixed[i].field == field {
+                        guard let met = try fixed[i].isMet(context, at: position, points: points) else { continue }
+                        guard met else {
+                            rejected = true
+                            return false
+                        }
+                        decided += 1
+                    }
+                    // Other conditions are checked out of line: this loop runs for every
+                    // field of every scanned record.
+                    if !conditions.isEmpty, try !decideOthers(field, at: position, decided: &decided) {
+                        rejected = true
+                        return false
+                    }
+                    // Once every condition is decided the rest of the record is not walked.
+                    return decided < total
                 }
-                decided += 1
             }
-            // Once every condition is decided the rest of the record is not walked.
-            return decided < conditions.count
         }
         if rejected { return false }
         // Not all decided: a field absent, of another type, or the record malformed.
-        return decided == conditions.count ? true : nil
+        return decided == total ? true : nil
+    }
+
+    /// Checks the conditions other than `fixed` on `field`, whose value is at `position`,
+    /// counting those met in `decided`; false when one is certainly not met.
+    @inline(never)
+    private func decideOthers(_ field: UInt32, at position: Int, decided: inout Int) throws -> Bool {
+        for i in conditions.indices where conditions[i].field == field {
+            let met = conditions[i].onElements
+                ? try Self.someElement(context, at: position, meets: conditions[i], scratch: &scratch.key)
+                : try Self.value(context, at: position, meets: conditions[i], scratch: &scratch.key)
+            guard let met else { continue }
+            guard met else { return false }
+            decided += 1
+        }
+        return true
     }
 
     /// Whether the value at `position` meets `condition`; nil when its stored type cannot tell.
@@ -198,31 +236,32 @@ struct RecordPrefilter {
     }
 
     /// Writes the key of the number or Boolean at `position`, converted to `kind`, into `key`
-    /// (9 bytes: the tag and 8 big-endian bytes, as `Key` encodes them); its length, or nil
-    /// when the stored type cannot be (exactly) converted.
+    /// (at most 9 bytes, as `Key` encodes them); its length, or nil when the stored type
+    /// cannot be (exactly) converted.
     @inline(__always)
     static func fixedWidthKey(_ context: DecodingContext, at position: Int, as kind: UInt8, into key: UnsafeMutableRawBufferPointer) throws -> Int? {
+        try fixedKey(context, at: position, as: kind)?.write(into: key)
+    }
+
+    /// The key of the number or Boolean at `position`, converted to `kind`; nil when the
+    /// stored type cannot be (exactly) converted.
+    @inline(__always)
+    static func fixedKey(_ context: DecodingContext, at position: Int, as kind: UInt8) throws -> FixedKey? {
         var p = position + 1
-        func write(_ tag: UInt8, _ bits: UInt64) -> Int {
-            key[0] = tag
-            key.storeBytes(of: bits.bigEndian, toByteOffset: 1, as: UInt64.self)
-            return 9
-        }
         switch (try context.tag(at: position), kind) {
-        case (.int, KeyTag.int): return write(KeyTag.int, Key.orderedBits(ZigZag.decode(try context.varint(at: &p))))
-        case (.uint, KeyTag.uint): return write(KeyTag.uint, try context.varint(at: &p))
+        case (.int, KeyTag.int): return FixedKey(tag: KeyTag.int, bits: Key.orderedBits(ZigZag.decode(try context.varint(at: &p))))
+        case (.uint, KeyTag.uint): return FixedKey(tag: KeyTag.uint, bits: try context.varint(at: &p))
         case (.int, KeyTag.uint):
             let value = ZigZag.decode(try context.varint(at: &p))
-            return value >= 0 ? write(KeyTag.uint, UInt64(value)) : nil
+            return value >= 0 ? FixedKey(tag: KeyTag.uint, bits: UInt64(value)) : nil
         case (.uint, KeyTag.int):
             let value = try context.varint(at: &p)
-            return value <= UInt64(Int64.max) ? write(KeyTag.int, Key.orderedBits(Int64(value))) : nil
-        case (.double, KeyTag.double): return write(KeyTag.double, Key.orderedBits(Double(bitPattern: try context.fixed(UInt64.self, at: p))))
-        case (.float, KeyTag.double): return write(KeyTag.double, Key.orderedBits(Double(Float(bitPattern: try context.fixed(UInt32.self, at: p)))))
+            return value <= UInt64(Int64.max) ? FixedKey(tag: KeyTag.int, bits: Key.orderedBits(Int64(value))) : nil
+        case (.double, KeyTag.double): return FixedKey(tag: KeyTag.double, bits: Key.orderedBits(Double(bitPattern: try context.fixed(UInt64.self, at: p))))
+        case (.float, KeyTag.double): return FixedKey(tag: KeyTag.double, bits: Key.orderedBits(Double(Float(bitPattern: try context.fixed(UInt32.self, at: p)))))
         case (.bool, KeyTag.falseValue), (.bool, KeyTag.trueValue):
             guard p < context.buffer.count else { return nil }
-            key[0] = context.buffer[p] != 0 ? KeyTag.trueValue : KeyTag.falseValue
-            return 1
+            return FixedKey(tag: context.buffer[p] != 0 ? KeyTag.trueValue : KeyTag.falseValue, bits: 0)
         default: return nil
         }
     }

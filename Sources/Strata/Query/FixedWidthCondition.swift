@@ -1,0 +1,107 @@
+import StrataEngine
+
+/// The key of a number or Boolean (`Key`'s encoding: a tag, then for numbers 8 big-endian
+/// bytes) held as two integers that order as the key's bytes do: the tag decides the
+/// length, so comparing (tag, bits) is comparing the bytes.
+struct FixedKey: Equatable {
+    var tag: UInt8
+    /// The 8 bytes after the tag as one number; 0 for the one-byte keys (nil, Booleans).
+    var bits: UInt64
+
+    /// Whether keys with `tag` are the tag alone.
+    static func isOneByte(_ tag: UInt8) -> Bool {
+        tag == KeyTag.null || tag == KeyTag.falseValue || tag == KeyTag.trueValue
+    }
+
+    static func isNumber(_ tag: UInt8) -> Bool {
+        tag == KeyTag.int || tag == KeyTag.uint || tag == KeyTag.double
+    }
+
+    /// Its bytes, as `Key` writes them, into `buffer` (at least 9 bytes); their count.
+    func write(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        buffer[0] = tag
+        if Self.isOneByte(tag) { return 1 }
+        buffer.storeBytes(of: bits.bigEndian, toByteOffset: 1, as: UInt64.self)
+        return 9
+    }
+}
+
+/// A range bound or point as a `FixedKey`: either the key itself or the position just after
+/// it (`KeyRange.afterElements`: the key then 0xFF, above the key and below every greater
+/// one, which is how `<=` and `>` bounds are written).
+struct FixedBound {
+    let key: FixedKey
+    let isAfterKey: Bool
+
+    /// Nil when `bytes` is not a number's or Boolean's key, or that key then 0xFF.
+    init?(_ bytes: [UInt8]) {
+        guard let tag = bytes.first else { return nil }
+        let length = FixedKey.isOneByte(tag) ? 1 : FixedKey.isNumber(tag) ? 9 : 0
+        guard length > 0, bytes.count == length || (bytes.count == length + 1 && bytes[length] == 0xFF) else { return nil }
+        var bits: UInt64 = 0
+        if length == 9 { for byte in bytes[1 ..< 9] { bits = bits << 8 | UInt64(byte) } }
+        key = FixedKey(tag: tag, bits: bits)
+        isAfterKey = bytes.count > length
+    }
+
+    /// How a stored value's key compares with this bound: -1, 0 or 1.
+    @inline(__always)
+    func compare(_ value: FixedKey) -> Int {
+        if value.tag != key.tag { return value.tag < key.tag ? -1 : 1 }
+        if value.bits != key.bits { return value.bits < key.bits ? -1 : 1 }
+        return isAfterKey ? -1 : 0
+    }
+}
+
+/// A condition on a number or Boolean field compiled once per query into comparisons of
+/// integers: a trivial value, so checking it on a record costs no reference counting, no
+/// `memcmp`, no key built. What `RecordPrefilter` checks a scanned record's bytes with.
+struct FixedWidthCondition {
+    let field: UInt32
+    /// The key tag the stored value is converted to before comparing.
+    let kind: UInt8
+    private let lower: FixedBound?, lowerIncluded: Bool
+    private let upper: FixedBound?, upperIncluded: Bool
+    /// The condition's values in the shared point list, when it is `==` or `IN`.
+    private let points: Range<Int>?
+
+    /// Nil when a bound is not a plain number or Boolean key; points are appended to `pointList`.
+    init?(field: UInt32, bounds: FieldBounds, kind: UInt8, pointList: inout [FixedKey]) {
+        guard kind != KeyTag.string else { return nil }
+        (self.field, self.kind) = (field, kind)
+        // nil: not a plain key; a nil bound: unbounded.
+        func bound(_ bound: KeyRange.Bound) -> (bound: FixedBound?, included: Bool)? {
+            switch bound {
+            case .unbounded: return (nil, true)
+            case .included(let bytes): return FixedBound(bytes).map { ($0, true) }
+            case .excluded(let bytes): return FixedBound(bytes).map { ($0, false) }
+            }
+        }
+        switch bounds {
+        case .range(let lowerBound, let upperBound):
+            guard let low = bound(lowerBound), let high = bound(upperBound) else { return nil }
+            (lower, lowerIncluded, upper, upperIncluded) = (low.bound, low.included, high.bound, high.included)
+            points = nil
+        case .points(let keys):
+            let parsed = keys.compactMap(FixedBound.init)
+            guard parsed.count == keys.count, parsed.allSatisfy({ !$0.isAfterKey }) else { return nil }
+            (lower, lowerIncluded, upper, upperIncluded) = (nil, true, nil, true)
+            points = pointList.count ..< pointList.count + parsed.count
+            pointList.append(contentsOf: parsed.map(\.key))
+        }
+    }
+
+    /// Whether the value at `position` meets the condition; nil when its stored type cannot
+    /// be converted to `kind` exactly (decoding decides then).
+    @inline(__always)
+    func isMet(_ context: DecodingContext, at position: Int, points pointList: UnsafeBufferPointer<FixedKey>) throws -> Bool? {
+        guard let value = try RecordPrefilter.fixedKey(context, at: position, as: kind) else { return nil }
+        if let points {
+            for i in points where pointList[i] == value { return true }
+            return false
+        }
+        if let lower, lower.compare(value) < (lowerIncluded ? 0 : 1) { return false }
+        if let upper, upper.compare(value) > (upperIncluded ? 0 : -1) { return false }
+        return true
+    }
+}
