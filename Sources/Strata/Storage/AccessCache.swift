@@ -1,4 +1,5 @@
 import Synchronization
+import StrataEngine
 
 /// The collections one read transaction has opened, by model type. A snapshot never
 /// changes, so a model's access (its catalog state, field table and codec) is resolved on
@@ -8,11 +9,20 @@ final class AccessCache: Sendable {
     /// One model's access, boxed so the table holds one type and readers borrow it in place.
     final class Entry<M: Model>: @unchecked Sendable {
         let access: CollectionAccess<M>
-        init(_ access: CollectionAccess<M>) { self.access = access }
+        private let engine: any TreeReading
+        private let recordsTree: String
+        private let decode: (UnsafeRawBufferPointer) throws -> M
 
-        /// The record under `key`, read through the access in place (a copy of it costs
-        /// more than the tree lookup, in this unspecialized code).
-        func get(_ key: [UInt8]) throws -> M? { try access.get(key) }
+        init(_ access: CollectionAccess<M>) {
+            self.access = access
+            (engine, recordsTree, decode) = (access.engine, access.recordsTree, access.decoding.decoder)
+        }
+
+        /// The record under `key`. Read through this object's own fields: a generic class's
+        /// method finds `M` in the instance, where calling `CollectionAccess<M>.get` from this
+        /// unspecialized code had the runtime look up the struct's metadata on every call
+        /// (and copying the access cost more than the tree lookup).
+        func get(_ key: [UInt8]) throws -> M? { try engine.withValue(key, in: recordsTree, decode) }
     }
 
     /// Marks a model whose collection this snapshot does not have.

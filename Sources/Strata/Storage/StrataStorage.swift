@@ -207,6 +207,13 @@ package struct ModelDecoding<M: Model> {
         try RecordDecoder.decode(M.self, from: bytes, fields: fields, collection: name, codec: recordCodec)
     }
 
+    /// `decode` as a closure that holds the table, name and codec themselves: calling it
+    /// needs no metadata of this generic struct (which unspecialized code looks up per call).
+    package var decoder: (UnsafeRawBufferPointer) throws -> M {
+        let (fields, collection, codec) = (fields, collection, recordCodec)
+        return { bytes in try RecordDecoder.decode(M.self, from: bytes, fields: fields, collection: collection, codec: codec) }
+    }
+
     /// A decoder for records read one after another on one thread (a query's execution):
     /// every record is decoded through one context, where `decode` makes one per record.
     package func sequentialDecoder() -> (UnsafeRawBufferPointer) throws -> M {
