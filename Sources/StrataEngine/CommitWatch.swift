@@ -89,6 +89,10 @@ extension Database {
     /// so no one else commits: its watch never reports.
     ///
     /// - Returns: the watch; stop it (or release it) to end the thread.
+    /// - Parameters:
+    ///   - interval: How often to look when inotify cannot tell.
+    ///   - onRefresh: Called with each refresh that found commits, or once with the error
+    ///     that stopped the watch.
     public func watchCommits(interval: Duration = .milliseconds(100),
                              _ onRefresh: @escaping @Sendable (Result<Refresh, Error>) -> Void) -> CommitWatch {
         CommitWatch(database: self, interval: interval, onRefresh: onRefresh)

@@ -72,6 +72,11 @@ extension Database {
     /// leftover); after it, the new file is complete. Snapshots taken before keep reading
     /// the old file. Writers wait while compaction runs. `progress` receives (entries copied,
     /// entries in all trees).
+    ///
+    /// - Parameter progress: Called as entries are copied, on the compacting thread.
+    /// - Returns: The file's size before and after, and what was copied.
+    /// - Throws: `StrataError.readOnly` on a read-only handle; `.io` when the new file cannot be
+    ///   written (the original is untouched then); `.corruption` for damaged pages.
     @discardableResult
     public func compact(progress: ((UInt64, UInt64) -> Void)? = nil) throws -> CompactionResult {
         try withWriter { writer in

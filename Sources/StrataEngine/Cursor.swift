@@ -29,18 +29,28 @@ public final class Cursor {
     public var isValid: Bool { leaf != nil }
 
     /// Moves to the first entry; false when the tree is empty.
+    ///
+    /// - Returns: Whether the cursor is on an entry.
+    /// - Throws: `StrataError.corruption` for damaged pages; `.io`.
     @discardableResult
     public func first() throws -> Bool {
         try descend(from: root, toFirst: true)
     }
 
     /// Moves to the last entry; false when the tree is empty.
+    ///
+    /// - Returns: Whether the cursor is on an entry.
+    /// - Throws: `StrataError.corruption` for damaged pages; `.io`.
     @discardableResult
     public func last() throws -> Bool {
         try descend(from: root, toFirst: false)
     }
 
     /// Moves to the first entry whose key is `>= key`; false when there is none.
+    ///
+    /// - Parameter key: The encoded key to look for.
+    /// - Returns: Whether the cursor is on an entry.
+    /// - Throws: `StrataError.corruption` for damaged pages; `.io`.
     @discardableResult
     public func seek(to key: [UInt8]) throws -> Bool {
         try key.withUnsafeBytes { try seek(to: $0) }
@@ -68,6 +78,12 @@ public final class Cursor {
 
     /// Moves to the last entry whose key is `<= key` (or `< key` when `inclusive` is
     /// false); false when there is none.
+    ///
+    /// - Parameters:
+    ///   - key: The encoded key to look for.
+    ///   - inclusive: Whether an entry equal to `key` counts.
+    /// - Returns: Whether the cursor is on an entry.
+    /// - Throws: `StrataError.corruption` for damaged pages; `.io`.
     @discardableResult
     public func seek(toLast key: [UInt8], inclusive: Bool = true) throws -> Bool {
         guard try seek(to: key) else { return try last() }
@@ -96,6 +112,9 @@ public final class Cursor {
     }
 
     /// Moves to the previous entry; false (and invalid) before the first one.
+    ///
+    /// - Returns: Whether the cursor is on an entry.
+    /// - Throws: `StrataError.corruption` for damaged pages; `.io`.
     @discardableResult
     public func previous() throws -> Bool {
         guard leaf != nil else { return false }
@@ -138,18 +157,29 @@ public final class Cursor {
     public var key: [UInt8] { withKey { Array($0) } }
 
     /// The current value, read from its value frame when stored out of line.
+    ///
+    /// - Returns: A copy of the value; empty when the cursor is not on an entry.
+    /// - Throws: `StrataError.corruption` for a damaged value frame; `.io`.
     public func value() throws -> [UInt8] {
         guard let leaf else { return [] }
         return try leaf.withEntry(index) { _, value in try store.value(value) }
     }
 
     /// Lends the current key's bytes to `body` without copying. Empty when invalid.
+    ///
+    /// - Parameter body: Reads the key; the buffer is valid only during the call.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
     public func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         guard let leaf else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
         return try leaf.withEntry(index) { key, _ in try body(key) }
     }
 
     /// Lends the current value's bytes to `body`; inline values are not copied.
+    ///
+    /// - Parameter body: Reads the value; the buffer is valid only during the call.
+    /// - Returns: What `body` returns.
+    /// - Throws: `StrataError.corruption` for a damaged value frame; what `body` throws.
     public func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         guard let leaf else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
         return try leaf.withEntry(index) { _, slot in

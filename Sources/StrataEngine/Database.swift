@@ -80,6 +80,11 @@ public final class Database: Sendable {
         public var logger = Logger(label: "strata.engine")
 
         /// The defaults, with the durability and read-only choice given.
+        ///
+        /// - Parameters:
+        ///   - durability: `.full` syncs every commit to disk before it returns; `.none` leaves it
+        ///     to the OS (a crash may lose recent commits, never corrupt the file).
+        ///   - readOnly: Open without the write lock: many processes may read while one writes.
         public init(durability: Durability = .full, readOnly: Bool = false) {
             self.durability = durability
             self.readOnly = readOnly
@@ -101,6 +106,13 @@ public final class Database: Sendable {
     let openReport: OpenReport
 
     /// Opens (creating when missing, unless read-only) the database at `path`.
+    ///
+    /// - Parameters:
+    ///   - path: The file's path.
+    ///   - options: Durability, read-only, cache size and the other choices.
+    /// - Throws: `StrataError.locked` when another handle writes the file; `.notAStrataFile`;
+    ///   `.unsupportedFormat` for a newer format; `.corruption` when recovery finds damage
+    ///   before the last commit; `.io`.
     public convenience init(path: String, options: Options = Options()) throws {
         try self.init(path: path, options: options, fileSystem: POSIXFileSystem())
     }
@@ -111,6 +123,10 @@ public final class Database: Sendable {
     /// ```swift
     /// let database = try Database.inMemory()
     /// ```
+    ///
+    /// - Parameter options: The engine's options; durability and read-only do not apply.
+    /// - Returns: The database.
+    /// - Throws: `StrataError.io` only when memory runs out.
     public static func inMemory(options: Options = Options()) throws -> Database {
         var options = options
         options.readOnly = false
@@ -188,12 +204,19 @@ public final class Database: Sendable {
     // MARK: Reading
 
     /// The latest committed state. Cheap: no I/O, no copying of data.
+    ///
+    /// - Returns: The snapshot; it stays as it is while later commits happen.
+    /// - Throws: `StrataError.closed` after `close()`.
     public func snapshot() throws -> Snapshot {
         guard let snapshot = published.withLock({ $0 }) else { throw StrataError.closed(path: path) }
         return snapshot
     }
 
     /// Runs `body` on a snapshot of the latest committed state.
+    ///
+    /// - Parameter body: Reads through the snapshot.
+    /// - Returns: What `body` returns.
+    /// - Throws: `StrataError.closed`; what `body` throws.
     public func read<R>(_ body: (Snapshot) throws -> R) throws -> R {
         try body(try snapshot())
     }
@@ -214,6 +237,12 @@ public final class Database: Sendable {
         public var hasChanges: Bool { sequence != previousSequence }
 
         /// A refresh from `previousSequence` to `sequence` that changed `changedTrees`.
+        ///
+        /// - Parameters:
+        ///   - previousSequence: The commit sequence the handle saw before.
+        ///   - sequence: The commit sequence it sees now.
+        ///   - changedTrees: The trees the new commits changed; nil when unknown (the file was
+        ///     replaced by a compaction).
         public init(previousSequence: UInt64, sequence: UInt64, changedTrees: Set<String>?) {
             (self.previousSequence, self.sequence, self.changedTrees) = (previousSequence, sequence, changedTrees)
         }
@@ -240,6 +269,7 @@ public final class Database: Sendable {
     ///
     /// - Throws: `StrataError.corruption` when the new frames are damaged (valid commits
     ///   follow a bad one), `.io` when the file is gone or unreadable, `.closed` after `close()`.
+    /// - Returns: What changed; `hasChanges` is false when no commit was added.
     @discardableResult
     public func refresh() throws -> Refresh {
         guard isReadOnly else { return .unchanged(at: try snapshot().sequence) }
@@ -281,6 +311,10 @@ public final class Database: Sendable {
     // MARK: Writing
 
     /// Starts the write transaction, waiting while another one is open.
+    ///
+    /// - Returns: The transaction; commit it or roll it back.
+    /// - Throws: `StrataError.readOnly`; `.poisoned` after a failed commit; `.closed`;
+    ///   `.nestedTransaction` when this thread already has one open.
     public func beginWrite() throws -> WriteTransaction {
         if isReadOnly { throw StrataError.readOnly(path: path) }
         try enterGate()
@@ -301,6 +335,11 @@ public final class Database: Sendable {
     ///     try tx.put(value, forKey: key, in: "users")
     /// }
     /// ```
+    ///
+    /// - Parameter body: Writes through the transaction.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws (nothing is committed then); as `beginWrite()` and
+    ///   `WriteTransaction.commit()`.
     @discardableResult
     public func write<R>(_ body: (WriteTransaction) throws -> R) throws -> R {
         let tx = try beginWrite()
@@ -392,6 +431,9 @@ public final class Database: Sendable {
     /// Writes every tree node changed since the last checkpoint and a checkpoint frame
     /// naming the roots, so the next open replays no log. Runs automatically (see
     /// `Options.checkpointLogBytes`) and on `close()`.
+    ///
+    /// - Throws: `StrataError.readOnly`; `.io` when the checkpoint cannot be written (the
+    ///   database is poisoned then); `.closed`.
     public func checkpoint() throws {
         if isReadOnly { throw StrataError.readOnly(path: path) }
         try enterGate()
@@ -440,6 +482,9 @@ public final class Database: Sendable {
     /// Checkpoints (unless disabled or poisoned), releases the write lock and closes the
     /// handle. Waits for an open write transaction to finish. Snapshots taken before stay
     /// readable.
+    ///
+    /// - Throws: `StrataError.io` when the final checkpoint cannot be written (the log still
+    ///   holds every commit: nothing is lost).
     public func close() throws {
         if isReadOnly {
             published.withLock { $0 = nil }

@@ -27,6 +27,10 @@ public struct FrameAddress: Hashable, Sendable, CustomStringConvertible {
     public var length: UInt32
 
     /// The frame at `offset`, `length` bytes long.
+    ///
+    /// - Parameters:
+    ///   - offset: Where the frame starts in the file.
+    ///   - length: The frame's length, header included.
     public init(offset: UInt64, length: UInt32) {
         self.offset = offset
         self.length = length
@@ -72,6 +76,9 @@ public struct FrameHeader: Sendable, Equatable {
     public static let maxExpansion = 255
 
     /// The largest raw length a compressed payload of `storedLength` bytes may claim.
+    ///
+    /// - Parameter storedLength: The compressed payload's length.
+    /// - Returns: The bound a decoder checks the claimed length against before allocating.
     public static func maxRawLength(storedLength: UInt32) -> Int {
         min(maxCompressedRawLength, Int(storedLength) * maxExpansion + maxExpansion)
     }

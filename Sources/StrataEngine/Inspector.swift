@@ -97,6 +97,9 @@ public final class Inspector: Sendable {
     }
 
     /// The header, slots, latest checkpoint and commit, log tail and trees.
+    ///
+    /// - Returns: What the file's structures say, without walking the trees.
+    /// - Throws: `StrataError.io`; `.corruption` when the header cannot be read.
     public func info() throws -> FileInfo {
         let header = store.header
         let counters = database.writerCounters()
@@ -161,6 +164,11 @@ public final class Inspector: Sendable {
     /// the end. A frame that fails verification is reported with its error; when its header
     /// itself is unreadable the walk stops there (no length to continue by).
     /// Stops at the end of the frames: preallocated zeros after them are not frames.
+    ///
+    /// - Parameters:
+    ///   - start: The offset of the first frame to visit.
+    ///   - body: Called with each frame; returns whether to go on.
+    /// - Throws: `StrataError.io`; what `body` throws.
     public func walkFrames(from start: UInt64? = nil, _ body: (FrameInfo) throws -> Bool) throws {
         try walkFrames(from: start ?? Inspector.firstFrameOffset, upTo: try store.file.size() - database.preallocatedBytes(), body)
     }
@@ -179,6 +187,10 @@ public final class Inspector: Sendable {
     }
 
     /// The frame at `offset`, verified and described.
+    ///
+    /// - Parameter offset: The frame's offset in the file.
+    /// - Returns: Its type, lengths, checksum and what it holds.
+    /// - Throws: `StrataError.corruption` when no valid frame starts there; `.io`.
     public func frame(at offset: UInt64) throws -> FrameInfo {
         try frame(at: offset, fileSize: try store.file.size())
     }

@@ -24,15 +24,23 @@ public struct Key: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     /// An empty key with room for `capacity` bytes: a one-element key built into it
     /// allocates once (a number's key is 9 bytes).
+    ///
+    /// - Parameter capacity: The bytes to reserve.
     public init(reservingCapacity capacity: Int) {
         bytes = []
         bytes.reserveCapacity(capacity)
     }
 
     /// A key from raw bytes, e.g. read back from a cursor.
+    ///
+    /// - Parameter bytes: An encoded key; not checked (decode it with `elements()` to check).
     public init(bytes: [UInt8]) { self.bytes = bytes }
 
     /// A key of one or more elements.
+    ///
+    /// - Parameters:
+    ///   - first: The first element.
+    ///   - rest: The other elements, in order.
     public init(_ first: any KeyComponent, _ rest: any KeyComponent...) {
         bytes = []
         first.appendKey(to: &self)
@@ -44,11 +52,18 @@ public struct Key: Hashable, Comparable, Sendable, CustomStringConvertible {
     public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
 
     /// Appends one element; the key's order is its elements' order, element by element.
+    ///
+    /// - Parameter element: The element to append.
     public mutating func append(_ element: some KeyComponent) {
         element.appendKey(to: &self)
     }
 
     /// Byte order, which is the elements' order.
+    ///
+    /// - Parameters:
+    ///   - a: A key.
+    ///   - b: Another key.
+    /// - Returns: True when `a`'s bytes sort before `b`'s.
     public static func < (a: Key, b: Key) -> Bool { compareBytes(a.bytes, b.bytes) < 0 }
 
     /// The bytes of this key followed by `prefix` without its terminator: the lower bound
@@ -57,6 +72,9 @@ public struct Key: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// ```swift
     /// let range = KeyRange.prefix(Key("users").appendingStringPrefix("al"))
     /// ```
+    ///
+    /// - Parameter prefix: The start of the next element's string.
+    /// - Returns: The encoded bound.
     public func appendingStringPrefix(_ prefix: String) -> [UInt8] {
         var key = self
         key.bytes.append(KeyTag.string)
@@ -65,6 +83,9 @@ public struct Key: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
 
     /// The elements of this key.
+    ///
+    /// - Returns: The decoded elements, in order.
+    /// - Throws: `StrataError.corruption` when the bytes are not a valid key encoding.
     public func elements() throws -> [KeyElement] {
         try KeyElement.decode(bytes)
     }
@@ -156,11 +177,13 @@ public protocol KeyComponent {
 
 extension KeyComponent where Self: RawRepresentable, RawValue: KeyComponent {
     /// Appends the value's key encoding (FORMAT.md, "Key encoding").
+    /// - Parameter key: The key to append the encoding to.
     public func appendKey(to key: inout Key) { rawValue.appendKey(to: &key) }
 }
 
 extension Int64: KeyComponent {
     /// Appends the value's key encoding (FORMAT.md, "Key encoding").
+    /// - Parameter key: The key to append the encoding to.
     public func appendKey(to key: inout Key) {
         key.appendTag(KeyTag.int)
         key.appendBigEndian(Key.orderedBits(self))
@@ -179,6 +202,7 @@ extension Int8: KeyComponent { public func appendKey(to key: inout Key) { Int64(
 
 extension UInt64: KeyComponent {
     /// Appends the value's key encoding (FORMAT.md, "Key encoding").
+    /// - Parameter key: The key to append the encoding to.
     public func appendKey(to key: inout Key) {
         key.appendTag(KeyTag.uint)
         key.appendBigEndian(self)
@@ -192,6 +216,7 @@ extension UInt8: KeyComponent { public func appendKey(to key: inout Key) { UInt6
 
 extension Double: KeyComponent {
     /// Appends the value's key encoding (FORMAT.md, "Key encoding").
+    /// - Parameter key: The key to append the encoding to.
     public func appendKey(to key: inout Key) {
         key.appendTag(KeyTag.double)
         key.appendBigEndian(Key.orderedBits(self))
@@ -202,11 +227,13 @@ extension Float: KeyComponent { public func appendKey(to key: inout Key) { Doubl
 
 extension Bool: KeyComponent {
     /// Appends the value's key encoding (FORMAT.md, "Key encoding").
+    /// - Parameter key: The key to append the encoding to.
     public func appendKey(to key: inout Key) { key.appendTag(self ? KeyTag.trueValue : KeyTag.falseValue) }
 }
 
 extension String: KeyComponent {
     /// Appends the value's key encoding (FORMAT.md, "Key encoding").
+    /// - Parameter key: The key to append the encoding to.
     public func appendKey(to key: inout Key) {
         key.appendTag(KeyTag.string)
         key.appendTerminated(Key.normalizedUTF8(self))
@@ -217,6 +244,7 @@ extension Substring: KeyComponent { public func appendKey(to key: inout Key) { S
 
 extension Data: KeyComponent {
     /// Appends the value's key encoding (FORMAT.md, "Key encoding").
+    /// - Parameter key: The key to append the encoding to.
     public func appendKey(to key: inout Key) {
         key.appendTag(KeyTag.bytes)
         key.appendTerminated(self)
@@ -225,6 +253,7 @@ extension Data: KeyComponent {
 
 extension Array: KeyComponent where Element == UInt8 {
     /// Appends the value's key encoding (FORMAT.md, "Key encoding").
+    /// - Parameter key: The key to append the encoding to.
     public func appendKey(to key: inout Key) {
         key.appendTag(KeyTag.bytes)
         key.appendTerminated(self)
@@ -233,6 +262,7 @@ extension Array: KeyComponent where Element == UInt8 {
 
 extension Date: KeyComponent {
     /// Appends the value's key encoding (FORMAT.md, "Key encoding").
+    /// - Parameter key: The key to append the encoding to.
     public func appendKey(to key: inout Key) {
         key.appendTag(KeyTag.date)
         key.appendBigEndian(Key.orderedBits(timeIntervalSince1970))
@@ -241,6 +271,7 @@ extension Date: KeyComponent {
 
 extension UUID: KeyComponent {
     /// UUIDs order by their 16 bytes, most significant first.
+    /// - Parameter key: The key to append the encoding to.
     public func appendKey(to key: inout Key) {
         key.appendTag(KeyTag.uuid)
         withUnsafeBytes(of: uuid) { key.bytes.append(contentsOf: $0) }
@@ -249,6 +280,7 @@ extension UUID: KeyComponent {
 
 extension Optional: KeyComponent where Wrapped: KeyComponent {
     /// nil orders before every value.
+    /// - Parameter key: The key to append the encoding to.
     public func appendKey(to key: inout Key) {
         switch self {
         case .none: key.appendTag(KeyTag.null)
@@ -259,6 +291,7 @@ extension Optional: KeyComponent where Wrapped: KeyComponent {
 
 extension Key: KeyComponent {
     /// Appends all elements of another key (tuples nest by concatenation).
+    /// - Parameter key: The key to append the encoding to.
     public func appendKey(to key: inout Key) { key.bytes.append(contentsOf: bytes) }
 }
 
@@ -290,6 +323,9 @@ public enum KeyElement: Sendable, Equatable, CustomStringConvertible {
 
     /// Decodes every element of an encoded key; throws `StrataError.corruption` (offset 0)
     /// when the bytes are not a valid encoding.
+    ///
+    /// - Parameter bytes: An encoded key.
+    /// - Returns: Its elements, in order.
     public static func decode(_ bytes: [UInt8]) throws -> [KeyElement] {
         let context = CorruptionContext(path: "key", offset: 0, structure: "key encoding")
         return try bytes.withUnsafeBytes { raw in

@@ -21,6 +21,10 @@ public struct KeyRange: Sendable, Equatable {
     public var upper: Bound
 
     /// The keys between `lower` and `upper`; every key by default.
+    ///
+    /// - Parameters:
+    ///   - lower: The lower bound.
+    ///   - upper: The upper bound.
     public init(lower: Bound = .unbounded, upper: Bound = .unbounded) {
         self.lower = lower
         self.upper = upper
@@ -30,16 +34,23 @@ public struct KeyRange: Sendable, Equatable {
     public static let all = KeyRange()
 
     /// `lower <= key < upper`.
+    ///
+    /// - Parameters:
+    ///   - lower: The smallest key, included.
+    ///   - upper: The bound above, excluded.
     public init(from lower: [UInt8], to upper: [UInt8]) {
         self.init(lower: .included(lower), upper: .excluded(upper))
     }
 
     /// `lower <= key <= upper`.
+    ///
+    /// - Parameters:
+    ///   - lower: The smallest key, included.
+    ///   - upper: The largest key, included.
     public init(from lower: [UInt8], through upper: [UInt8]) {
         self.init(lower: .included(lower), upper: .included(upper))
     }
 
-    /// Every key that starts with `prefix`.
     /// Every key whose leading elements are exactly the complete elements encoded in
     /// `elements`: `[elements, elements ++ FF)`. After a complete element comes the end or
     /// another element's tag, and every tag is below 0xFF; a string that merely continues
@@ -49,15 +60,24 @@ public struct KeyRange: Sendable, Equatable {
     /// ```swift
     /// KeyRange.startingWith(elements: Key("a").bytes)   // ("a", 1), ("a", 2); not ("a\0b", 1)
     /// ```
+    ///
+    /// - Parameter elements: Encoded complete elements.
+    /// - Returns: The range.
     public static func startingWith(elements: [UInt8]) -> KeyRange {
         KeyRange(lower: .included(elements), upper: .excluded(afterElements(elements)))
     }
 
     /// The smallest key above every key that starts with the complete elements `elements`.
+    ///
+    /// - Parameter elements: Encoded complete elements.
+    /// - Returns: `elements` followed by 0xFF.
     public static func afterElements(_ elements: [UInt8]) -> [UInt8] { elements + [0xFF] }
 
     /// Every key that starts with the bytes `prefix` (for a typed prefix, whole elements,
     /// see `startingWith(elements:)`).
+    ///
+    /// - Parameter prefix: The bytes every key in the range starts with.
+    /// - Returns: The range.
     public static func prefix(_ prefix: [UInt8]) -> KeyRange {
         guard let successor = prefixSuccessor(prefix) else { return KeyRange(lower: .included(prefix)) }
         return KeyRange(lower: .included(prefix), upper: .excluded(successor))
@@ -98,6 +118,9 @@ public struct KeyRange: Sendable, Equatable {
     }
 
     /// Whether `key` lies in the range.
+    ///
+    /// - Parameter key: An encoded key.
+    /// - Returns: True when it is within both bounds.
     public func contains(_ key: [UInt8]) -> Bool {
         key.withUnsafeBytes { isWithinLower($0) && isWithinUpper($0) }
     }

@@ -143,6 +143,9 @@ enum TreeWalker {
 
 extension Database {
     /// The counters of this handle.
+    ///
+    /// - Returns: Counts of trees and entries, cache hits and misses, commits and checkpoints.
+    /// - Throws: `StrataError.closed` after `close()`.
     public func statistics() throws -> Statistics {
         let snapshot = try snapshot()
         let writer = writerCounters()
@@ -160,6 +163,10 @@ extension Database {
 
     /// Walks every tree to report its shape and size, and the file's live and dead bytes.
     /// Reads every page: O(file size). `progress` receives (bytes examined, file size).
+    ///
+    /// - Parameter progress: Called as pages are read.
+    /// - Returns: Each tree's levels, pages and bytes, and the file's live, dead and free bytes.
+    /// - Throws: `StrataError.corruption` for a damaged page; `.io`; `.closed`.
     public func analyzeSpace(progress: ((UInt64, UInt64) -> Void)? = nil) throws -> SpaceReport {
         let snapshot = try snapshot()
         let store = snapshot.store

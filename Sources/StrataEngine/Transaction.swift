@@ -26,6 +26,12 @@ extension TreeReading {
     /// ```swift
     /// let bytes = try snapshot.get(Key(42).bytes, in: "users")
     /// ```
+    ///
+    /// - Parameters:
+    ///   - key: The encoded key.
+    ///   - tree: The tree's name.
+    /// - Returns: A copy of the value, or nil when the key is absent.
+    /// - Throws: `StrataError.treeNotFound`; `.corruption` for damaged pages; `.io`.
     public func get(_ key: [UInt8], in tree: String) throws -> [UInt8]? {
         let handle = try treeHandle(tree, forIteration: false)
         return try key.withUnsafeBytes { try TreeReader.get(store: handle.store, root: handle.state.root, key: $0) }
@@ -33,11 +39,25 @@ extension TreeReading {
 
     /// Lends the value stored for `key` to `body` without copying it (when it is stored
     /// inline); returns nil when the key is absent.
+    ///
+    /// - Parameters:
+    ///   - key: The encoded key.
+    ///   - tree: The tree's name.
+    ///   - body: Reads the value; the buffer is valid only during the call.
+    /// - Returns: What `body` returns, or nil when the key is absent.
+    /// - Throws: `StrataError.treeNotFound`; `.corruption`; what `body` throws.
     public func withValue<R>(_ key: [UInt8], in tree: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         try key.withUnsafeBytes { try withValue($0, in: tree, body) }
     }
 
     /// `withValue(_:in:_:)` for a key the caller already holds in a buffer (no array needed).
+    ///
+    /// - Parameters:
+    ///   - key: The encoded key.
+    ///   - tree: The tree's name.
+    ///   - body: Reads the value; the buffer is valid only during the call.
+    /// - Returns: What `body` returns, or nil when the key is absent.
+    /// - Throws: `StrataError.treeNotFound`; `.corruption`; what `body` throws.
     public func withValue<R>(_ key: UnsafeRawBufferPointer, in tree: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         let handle = try treeHandle(tree, forIteration: false)
         return try TreeReader.withValue(store: handle.store, root: handle.state.root, key: key) { slot in
@@ -50,17 +70,29 @@ extension TreeReading {
 
     /// Whether `tree` holds `key`, without reading its value.
     /// - Throws: `StrataError.treeNotFound`; `.corruption` for damaged pages.
+    /// - Parameters:
+    ///   - key: The encoded key.
+    ///   - tree: The tree's name.
+    /// - Returns: True when the tree holds the key.
     public func contains(_ key: [UInt8], in tree: String) throws -> Bool {
         let handle = try treeHandle(tree, forIteration: false)
         return try key.withUnsafeBytes { try TreeReader.withValue(store: handle.store, root: handle.state.root, key: $0) { _ in true } } ?? false
     }
 
     /// The number of entries in `tree`.
+    ///
+    /// - Parameter tree: The tree's name.
+    /// - Returns: Its entry count, kept in the tree's root: no pages are read.
+    /// - Throws: `StrataError.treeNotFound`.
     public func count(in tree: String) throws -> Int {
         Int(try treeHandle(tree, forIteration: false).state.entryCount)
     }
 
     /// A cursor over `tree`, unpositioned; call `first()`, `last()` or `seek(to:)`.
+    ///
+    /// - Parameter tree: The tree's name.
+    /// - Returns: A cursor valid as long as this transaction or snapshot.
+    /// - Throws: `StrataError.treeNotFound`.
     public func cursor(_ tree: String) throws -> Cursor {
         let handle = try treeHandle(tree, forIteration: true)
         return Cursor(store: handle.store, root: handle.state.root)
@@ -77,6 +109,14 @@ extension TreeReading {
     ///     return true
     /// }
     /// ```
+    ///
+    /// - Parameters:
+    ///   - tree: The tree's name.
+    ///   - range: The keys to visit; every key by default.
+    ///   - reverse: Visit from the largest key down.
+    ///   - body: Called with each key and value (valid only during the call); returns whether
+    ///     to go on.
+    /// - Throws: `StrataError.treeNotFound`; `.corruption` for damaged pages; what `body` throws.
     public func scan(_ tree: String, in range: KeyRange = .all, reverse: Bool = false,
                      _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool) throws {
         try cursor(tree).scan(range, reverse: reverse, body)
@@ -99,6 +139,10 @@ public final class Snapshot: TreeReading, Sendable {
 
     /// The tree's root and page store, for the reading operations `TreeReading` provides.
     /// - Throws: `StrataError.treeNotFound`.
+    /// - Parameters:
+    ///   - name: The tree's name.
+    ///   - forIteration: Whether the handle will walk many entries (it may then read ahead).
+    /// - Returns: The handle.
     public func treeHandle(_ name: String, forIteration: Bool) throws -> TreeHandle {
         guard let state = trees[name] else { throw StrataError.treeNotFound(name) }
         return TreeHandle(store: store, state: state)
@@ -108,6 +152,9 @@ public final class Snapshot: TreeReading, Sendable {
     public var treeNames: [String] { trees.keys.sorted() }
 
     /// Whether a tree of this name exists.
+    ///
+    /// - Parameter name: The tree's name.
+    /// - Returns: True when the snapshot has the tree.
     public func hasTree(_ name: String) -> Bool { trees[name] != nil }
 }
 
@@ -189,6 +236,10 @@ public final class WriteTransaction: TreeReading {
 
     /// The tree's root and page store, for the reading operations `TreeReading` provides.
     /// - Throws: `StrataError.treeNotFound`.
+    /// - Parameters:
+    ///   - name: The tree's name.
+    ///   - forIteration: Whether the handle will walk many entries (it may then read ahead).
+    /// - Returns: The handle, showing this transaction's uncommitted changes.
     public func treeHandle(_ name: String, forIteration: Bool) throws -> TreeHandle {
         guard let state = changes.trees[name] else { throw StrataError.treeNotFound(name) }
         if forIteration {
@@ -202,6 +253,9 @@ public final class WriteTransaction: TreeReading {
     public var treeNames: [String] { changes.trees.keys.sorted() }
 
     /// Whether a tree of this name exists.
+    ///
+    /// - Parameter name: The tree's name.
+    /// - Returns: True when the tree exists, counting this transaction's changes.
     public func hasTree(_ name: String) -> Bool { changes.trees[name] != nil }
 
     private func checkOpen() throws {
@@ -209,6 +263,12 @@ public final class WriteTransaction: TreeReading {
     }
 
     /// Creates an empty tree. Names are 1 to 255 bytes of UTF-8.
+    ///
+    /// - Parameters:
+    ///   - name: The new tree's name.
+    ///   - ifNotExists: Do nothing when it exists (instead of throwing).
+    /// - Throws: `StrataError.treeAlreadyExists` unless `ifNotExists`; `.invalidTreeName`;
+    ///   `.transactionFinished` after commit or rollback.
     public func createTree(_ name: String, ifNotExists: Bool = false) throws {
         try checkOpen()
         guard !name.isEmpty, name.utf8.count <= 255 else { throw StrataError.invalidTreeName(name) }
@@ -218,6 +278,9 @@ public final class WriteTransaction: TreeReading {
     }
 
     /// Deletes a tree and all its entries.
+    ///
+    /// - Parameter name: The tree's name.
+    /// - Throws: `StrataError.treeNotFound`; `.transactionFinished`.
     public func dropTree(_ name: String) throws {
         try checkOpen()
         try changes.dropTree(name)
@@ -225,11 +288,25 @@ public final class WriteTransaction: TreeReading {
     }
 
     /// Stores `value` under `key` in `tree`, replacing any previous value.
+    ///
+    /// - Parameters:
+    ///   - value: The value; up to `Database.maxValueSize` bytes (large ones are stored out
+    ///     of line).
+    ///   - key: The encoded key, not empty and within the key size limit.
+    ///   - tree: The tree's name.
+    /// - Throws: `StrataError.treeNotFound`; `.emptyKey`, `.keyTooLarge`, `.valueTooLarge`;
+    ///   `.transactionFinished`.
     public func put(_ value: [UInt8], forKey key: [UInt8], in tree: String) throws {
         try key.withUnsafeBytes { key in try value.withUnsafeBytes { try put($0, forKey: key, in: tree) } }
     }
 
     /// Stores `value` under `key` without copying either into an intermediate array.
+    ///
+    /// - Parameters:
+    ///   - value: The value, copied into the tree.
+    ///   - key: The encoded key, copied into the tree.
+    ///   - tree: The tree's name.
+    /// - Throws: As the array form.
     public func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer, in tree: String) throws {
         try checkOpen()
         try validate(key: key)
@@ -239,6 +316,12 @@ public final class WriteTransaction: TreeReading {
     }
 
     /// Removes `key` from `tree`; returns whether it was there.
+    ///
+    /// - Parameters:
+    ///   - key: The encoded key.
+    ///   - tree: The tree's name.
+    /// - Returns: True when the key was there.
+    /// - Throws: `StrataError.treeNotFound`; `.transactionFinished`.
     @discardableResult
     public func delete(_ key: [UInt8], in tree: String) throws -> Bool {
         try checkOpen()
@@ -258,6 +341,9 @@ public final class WriteTransaction: TreeReading {
     /// Makes the changes durable and visible. With `.full` durability the data is on disk
     /// when this returns. If it throws, nothing of the transaction is visible and the
     /// database refuses further writes until reopened (see `StrataError.poisoned`).
+    ///
+    /// - Throws: `StrataError.io` when the commit cannot be written or synced (the database is
+    ///   then poisoned); `.closed`.
     public func commit() throws {
         try checkOpen()
         isFinished = true

@@ -16,6 +16,11 @@ extension Inspector {
         public var description: String { "\(severity) at offset \(offset): \(message)" }
 
         /// A fault at `offset`.
+        ///
+        /// - Parameters:
+        ///   - severity: Whether the file is damaged (`.error`) or only unusual (`.warning`).
+        ///   - offset: Where in the file.
+        ///   - message: What is wrong, in words.
         public init(severity: Severity, offset: UInt64, message: String) {
             self.severity = severity
             self.offset = offset
@@ -28,6 +33,13 @@ extension Inspector {
     /// separator keys, equal leaf depth, entry counts and out-of-line values. A torn tail
     /// (an interrupted write the next writable open drops) is a warning, not an error.
     /// `progress` receives (bytes done, bytes total) as frames are checked.
+    ///
+    /// - Parameters:
+    ///   - quick: Check only the frames and the commit chain, not the trees.
+    ///   - progress: Called as bytes are checked.
+    /// - Returns: The faults found; empty for a sound file.
+    /// - Throws: `StrataError.io` when the file cannot be read at all; damage is reported as
+    ///   faults, not thrown.
     public func verify(quick: Bool = false, progress: ((UInt64, UInt64) -> Void)? = nil) throws -> [Fault] {
         var faults: [Fault] = []
         let size = try store.file.size() - database.preallocatedBytes()
@@ -174,6 +186,12 @@ extension Inspector {
     }
 
     /// The page frame at `offset`, decoded; `hex` adds the raw frame bytes.
+    ///
+    /// - Parameters:
+    ///   - offset: The page frame's offset.
+    ///   - includeHex: Add the frame's raw bytes.
+    /// - Returns: The page's kind, entries and checksums.
+    /// - Throws: `StrataError.corruption` when no valid page frame starts there; `.io`.
     public func page(at offset: UInt64, hex includeHex: Bool = false) throws -> PageInfo {
         let headerBytes = try store.readBytes(count: FrameHeader.size, at: offset)
         let context = store.context(offset, "page")
@@ -253,6 +271,10 @@ extension Inspector {
     }
 
     /// The shape of `tree`: levels, fan-out, fill and every page's key range.
+    ///
+    /// - Parameter tree: The tree's name.
+    /// - Returns: The tree's levels and pages.
+    /// - Throws: `StrataError.treeNotFound`; `.corruption` for damaged pages; `.io`.
     public func shape(of tree: String) throws -> TreeShape {
         let snapshot = try database.snapshot()
         guard let state = snapshot.trees[tree] else { throw StrataError.treeNotFound(tree) }

@@ -23,6 +23,11 @@ public enum XXH64 {
     }
 
     /// The XXH64 digest of `bytes` with `seed`.
+    ///
+    /// - Parameters:
+    ///   - bytes: The data.
+    ///   - seed: The seed (0 by default).
+    /// - Returns: The 64-bit digest.
     @inlinable
     public static func hash(_ bytes: UnsafeRawBufferPointer, seed: UInt64 = 0) -> UInt64 {
         let count = bytes.count
@@ -64,6 +69,11 @@ public enum XXH64 {
     }
 
     /// The XXH64 digest of a byte array.
+    ///
+    /// - Parameters:
+    ///   - bytes: The data.
+    ///   - seed: The seed (0 by default).
+    /// - Returns: The 64-bit digest.
     @inlinable
     public static func hash(_ bytes: [UInt8], seed: UInt64 = 0) -> UInt64 {
         bytes.withUnsafeBytes { hash($0, seed: seed) }

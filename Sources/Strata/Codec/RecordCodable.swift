@@ -58,20 +58,56 @@ public struct RecordWriter {
     }
 
     /// Writes a String field.
+    ///
+    /// - Parameters:
+    ///   - value: The field's value.
+    ///   - key: The field's name, as `Codable` names it.
+    /// - Throws: Nothing for this type; declared for the generic overload's sake.
     public mutating func encode(_ value: String, forKey key: String) throws { field(key); bytes.appendText(value) }
     /// Writes an Int field.
+    ///
+    /// - Parameters:
+    ///   - value: The field's value.
+    ///   - key: The field's name, as `Codable` names it.
+    /// - Throws: Nothing for this type; declared for the generic overload's sake.
     public mutating func encode(_ value: Int, forKey key: String) throws { field(key); bytes.appendInt(Int64(value)) }
     /// Writes an Int64 field.
+    ///
+    /// - Parameters:
+    ///   - value: The field's value.
+    ///   - key: The field's name, as `Codable` names it.
+    /// - Throws: Nothing for this type; declared for the generic overload's sake.
     public mutating func encode(_ value: Int64, forKey key: String) throws { field(key); bytes.appendInt(value) }
     /// Writes a UInt64 field.
+    ///
+    /// - Parameters:
+    ///   - value: The field's value.
+    ///   - key: The field's name, as `Codable` names it.
+    /// - Throws: Nothing for this type; declared for the generic overload's sake.
     public mutating func encode(_ value: UInt64, forKey key: String) throws { field(key); bytes.appendUInt(value) }
     /// Writes a Double field.
+    ///
+    /// - Parameters:
+    ///   - value: The field's value.
+    ///   - key: The field's name, as `Codable` names it.
+    /// - Throws: Nothing for this type; declared for the generic overload's sake.
     public mutating func encode(_ value: Double, forKey key: String) throws { field(key); bytes.appendDouble(value) }
     /// Writes a Bool field.
+    ///
+    /// - Parameters:
+    ///   - value: The field's value.
+    ///   - key: The field's name, as `Codable` names it.
+    /// - Throws: Nothing for this type; declared for the generic overload's sake.
     public mutating func encode(_ value: Bool, forKey key: String) throws { field(key); bytes.appendBool(value) }
 
     /// Any other `Encodable` value (dates, UUIDs, arrays, nested structs, …), through the
     /// Codable path.
+    ///
+    /// - Parameters:
+    ///   - value: The field's value.
+    ///   - key: The field's name, as `Codable` names it.
+    /// - Throws: `RecordError.unencodable` for a value the format cannot hold (nesting deeper
+    ///   than `RecordLimits.maxNestingDepth`); what `value`'s `encode(to:)` throws.
     public mutating func encode<T: Encodable>(_ value: T, forKey key: String) throws {
         field(key)
         let context = EncodingContext(fields: fields.pointee, collection: collection)
@@ -87,6 +123,11 @@ public struct RecordWriter {
     }
 
     /// Writes nothing for nil, as synthesized `Codable` does.
+    ///
+    /// - Parameters:
+    ///   - value: The field's value, or nil to leave the field out.
+    ///   - key: The field's name, as `Codable` names it.
+    /// - Throws: As `encode(_:forKey:)`.
     public mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: String) throws {
         if let value { try encode(value, forKey: key) }
     }
@@ -146,36 +187,60 @@ public struct RecordReader {
     // absent field reads as the type's zero value, as in `Codable` decoding.
     /// Reads a String field ("" when absent).
     /// - Throws: `RecordError.typeMismatch` for another stored type.
+    /// - Parameters:
+    ///   - type: `String.self`.
+    ///   - key: The field's name.
+    /// - Returns: The stored text.
     public mutating func decode(_ type: String.Type, forKey key: String) throws -> String {
         try field(key, absent: "") { try $0.string(at: $1, parent: nil, key: nil) }
     }
 
     /// Reads an Int field (0 when absent).
     /// - Throws: `RecordError.typeMismatch` for another stored type.
+    /// - Parameters:
+    ///   - type: `Int.self`.
+    ///   - key: The field's name.
+    /// - Returns: The stored integer, converted when it was stored with another width.
     public mutating func decode(_ type: Int.Type, forKey key: String) throws -> Int {
         try field(key, absent: 0) { try $0.integer(Int.self, at: $1, parent: nil, key: nil) }
     }
 
     /// Reads an Int64 field (0 when absent).
     /// - Throws: `RecordError.typeMismatch` for another stored type.
+    /// - Parameters:
+    ///   - type: `Int64.self`.
+    ///   - key: The field's name.
+    /// - Returns: The stored integer, converted when it was stored with another width.
     public mutating func decode(_ type: Int64.Type, forKey key: String) throws -> Int64 {
         try field(key, absent: 0) { try $0.integer(Int64.self, at: $1, parent: nil, key: nil) }
     }
 
     /// Reads a UInt64 field (0 when absent).
     /// - Throws: `RecordError.typeMismatch` for another stored type.
+    /// - Parameters:
+    ///   - type: `UInt64.self`.
+    ///   - key: The field's name.
+    /// - Returns: The stored integer, converted when it was stored signed and is not negative.
     public mutating func decode(_ type: UInt64.Type, forKey key: String) throws -> UInt64 {
         try field(key, absent: 0) { try $0.integer(UInt64.self, at: $1, parent: nil, key: nil) }
     }
 
     /// Reads a Double field (0 when absent).
     /// - Throws: `RecordError.typeMismatch` for another stored type.
+    /// - Parameters:
+    ///   - type: `Double.self`.
+    ///   - key: The field's name.
+    /// - Returns: The stored number (a stored `Float` widened).
     public mutating func decode(_ type: Double.Type, forKey key: String) throws -> Double {
         try field(key, absent: 0) { try $0.double(at: $1, parent: nil, key: nil) }
     }
 
     /// Reads a Bool field (false when absent).
     /// - Throws: `RecordError.typeMismatch` for another stored type.
+    /// - Parameters:
+    ///   - type: `Bool.self`.
+    ///   - key: The field's name.
+    /// - Returns: The stored Boolean.
     public mutating func decode(_ type: Bool.Type, forKey key: String) throws -> Bool {
         try field(key, absent: false) { try $0.bool(at: $1, parent: nil, key: nil) }
     }
@@ -195,6 +260,12 @@ public struct RecordReader {
     /// `name`, or the first of `originalNames` the record holds when it lacks `name`: reads a
     /// renamed field from a record written before the rename (opening a collection for
     /// writing moves such values; a read-only open may still see them).
+    ///
+    /// - Parameters:
+    ///   - name: The field's current name.
+    ///   - originalNames: Names it had before, newest first.
+    /// - Returns: The name to read the field under.
+    /// - Throws: `RecordError.corruptRecord` when the record's bytes are malformed.
     public mutating func storedKey(_ name: String, originalNames: [String]) throws -> String {
         if try find(name) != nil { return name }
         for original in originalNames where try find(original) != nil { return original }
@@ -202,11 +273,24 @@ public struct RecordReader {
     }
 
     /// Any other `Decodable` value (dates, UUIDs, arrays, nested structs, …).
+    ///
+    /// - Parameters:
+    ///   - type: The field's type.
+    ///   - key: The field's name.
+    /// - Returns: The decoded value, or the type's zero value when the record lacks the field.
+    /// - Throws: `RecordError.missingField` for an absent field of a type with no zero value
+    ///   (Date, UUID, URL, an enum); `.typeMismatch` naming the field; `.corruptRecord`.
     public mutating func decode<T: Decodable>(_ type: T.Type, forKey key: String) throws -> T {
         try context.decode(type, at: try find(key), parent: nil, key: StoredFieldKey(key))
     }
 
     /// Nil when the record lacks the field or stores nil.
+    ///
+    /// - Parameters:
+    ///   - type: The field's type.
+    ///   - key: The field's name.
+    /// - Returns: The decoded value, or nil when the record lacks the field or stores nil.
+    /// - Throws: `RecordError.typeMismatch` naming the field; `.corruptRecord`.
     public mutating func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: String) throws -> T? {
         guard let position = try find(key), try context.tag(at: position) != .null else { return nil }
         return try context.decode(type, at: position, parent: nil, key: StoredFieldKey(key))
@@ -221,6 +305,8 @@ public struct StoredFieldKey: CodingKey, ExpressibleByStringLiteral, Sendable {
     /// Fields are named, never numbered.
     public var intValue: Int? { nil }
     /// The key for the field `name`.
+    ///
+    /// - Parameter name: The field's name.
     public init(_ name: String) { stringValue = name }
     /// The key for a field named by a literal.
     public init(stringLiteral name: String) { stringValue = name }
@@ -233,6 +319,11 @@ public struct StoredFieldKey: CodingKey, ExpressibleByStringLiteral, Sendable {
 extension KeyedDecodingContainer where K == StoredFieldKey {
     /// `name`, or the first of `originalNames` the container holds when it lacks `name`:
     /// reads a renamed field from data written before the rename.
+    ///
+    /// - Parameters:
+    ///   - name: The field's current name.
+    ///   - originalNames: Names it had before, newest first.
+    /// - Returns: The key to decode the field under.
     public func storedKey(_ name: String, originalNames: [String]) -> StoredFieldKey {
         let current = StoredFieldKey(name)
         guard !contains(current) else { return current }
@@ -244,6 +335,10 @@ extension KeyedDecodingContainer where K == StoredFieldKey {
 public enum RecordCodableConformance {
     /// Whether `value` encodes to the same bytes through both paths and decodes back through
     /// the fast path to a value that encodes the same again.
+    ///
+    /// - Parameter value: A sample value; use several, with optionals both set and nil.
+    /// - Returns: True when both paths agree.
+    /// - Throws: What either path's encoding or decoding throws.
     public static func check<T: RecordCodable>(_ value: T) throws -> Bool {
         var fastFields = FieldTable(), codableFields = FieldTable()
         let fast = try RecordEncoder.encode(value as T, fields: &fastFields, collection: "check")

@@ -9,11 +9,25 @@ import Foundation
 public enum RecordDecoder {
     /// Decodes a record.
     /// - Throws: `RecordError.typeMismatch` naming the field; `.corruptRecord` for malformed bytes.
+    /// - Parameters:
+    ///   - type: The type to decode.
+    ///   - bytes: The stored record.
+    ///   - fields: The collection's field table.
+    ///   - collection: The collection's name, for errors.
+    /// - Returns: The decoded value.
     public static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8], fields: FieldTable, collection: String) throws -> T {
         try bytes.withUnsafeBytes { try decode(type, from: $0, fields: fields, collection: collection) }
     }
 
     /// `decode` for a type known to be `RecordCodable`: no runtime conformance check.
+    ///
+    /// - Parameters:
+    ///   - type: The type to decode.
+    ///   - bytes: The stored record.
+    ///   - fields: The collection's field table.
+    ///   - collection: The collection's name, for errors.
+    /// - Returns: The decoded value.
+    /// - Throws: As the `Decodable` form.
     public static func decode<T: RecordCodable>(_ type: T.Type, from bytes: [UInt8], fields: FieldTable, collection: String) throws -> T {
         try bytes.withUnsafeBytes { buffer in
             let context = DecodingContext(buffer: buffer, fields: fields, collection: collection)
@@ -24,6 +38,12 @@ public enum RecordDecoder {
 
     /// Decodes a record in place, without copying its bytes.
     /// - Throws: as the `[UInt8]` form.
+    /// - Parameters:
+    ///   - type: The type to decode.
+    ///   - buffer: The stored record, valid during the call.
+    ///   - fields: The collection's field table.
+    ///   - collection: The collection's name, for errors.
+    /// - Returns: The decoded value.
     public static func decode<T: Decodable>(_ type: T.Type, from buffer: UnsafeRawBufferPointer, fields: FieldTable, collection: String) throws -> T {
         try decode(type, from: buffer, fields: fields, collection: collection, codec: codec(of: type))
     }

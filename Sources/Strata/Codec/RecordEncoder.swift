@@ -17,6 +17,11 @@ import Synchronization
 public enum RecordEncoder {
     /// Encodes a record, adding new field names to `fields`.
     /// - Throws: `RecordError.unencodable` for a value the format cannot hold.
+    /// - Parameters:
+    ///   - value: The value to encode.
+    ///   - fields: The collection's field table; names it lacks are added.
+    ///   - collection: The collection's name, for errors.
+    /// - Returns: The record's bytes (FORMAT.md §15).
     public static func encode<T: Encodable>(_ value: T, fields: inout FieldTable, collection: String) throws -> [UInt8] {
         if let fast = value as? any RecordCodable { return try encode(fast, fields: &fields, collection: collection) }
         let context = EncodingContext(fields: fields, collection: collection)
@@ -27,6 +32,13 @@ public enum RecordEncoder {
     }
 
     /// `encode` for a `RecordCodable` value: its own field writes, no Codable containers.
+    ///
+    /// - Parameters:
+    ///   - value: The value to encode.
+    ///   - fields: The collection's field table; names it lacks are added.
+    ///   - collection: The collection's name, for errors.
+    /// - Returns: The record's bytes, the same as the `Codable` path writes.
+    /// - Throws: `RecordError.unencodable` for a value the format cannot hold.
     public static func encode<T: RecordCodable>(_ value: T, fields: inout FieldTable, collection: String) throws -> [UInt8] {
         // The writer interns into the caller's table in place: no copies, no reference counting.
         try withUnsafeMutablePointer(to: &fields) { table in

@@ -66,11 +66,16 @@ public struct FieldTable: Sendable, Equatable {
     public static func == (a: FieldTable, b: FieldTable) -> Bool { a.names == b.names }
 
     /// A table of `names`, with ids 0, 1, 2… in order.
+    ///
+    /// - Parameter names: The field names, each given the next id; repeats are ignored.
     public init(names: [String] = []) {
         for name in names { _ = intern(name) }
     }
 
     /// The id of `name`, if the table has it.
+    ///
+    /// - Parameter name: A field name.
+    /// - Returns: Its id, or nil when the table lacks it.
     public func id(of name: String) -> UInt32? { ids[name] }
 
     /// The table for reading records written before the given renames were moved: a field
@@ -88,6 +93,9 @@ public struct FieldTable: Sendable, Equatable {
     }
 
     /// The name with this id, if any.
+    ///
+    /// - Parameter id: A field id from a record.
+    /// - Returns: Its name, or nil when the table has no such id.
     public func name(of id: UInt32) -> String? { Int(id) < names.count ? names[Int(id)] : nil }
 
     /// The id of the `position`-th field of a record being encoded, learning the order.
@@ -103,6 +111,9 @@ public struct FieldTable: Sendable, Equatable {
     }
 
     /// The id of `name`, adding it when new.
+    ///
+    /// - Parameter name: A field name.
+    /// - Returns: Its id: the existing one, or the next free one.
     public mutating func intern(_ name: String) -> UInt32 {
         if let id = ids[name] { return id }
         let id = UInt32(names.count)

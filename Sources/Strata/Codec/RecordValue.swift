@@ -12,6 +12,10 @@ public indirect enum RecordValue: Sendable, Equatable {
         public var value: RecordValue
 
         /// A field `name` holding `value`.
+        ///
+        /// - Parameters:
+        ///   - name: The field's name.
+        ///   - value: Its value.
         public init(name: String, value: RecordValue) {
             self.name = name
             self.value = value
@@ -34,6 +38,13 @@ public indirect enum RecordValue: Sendable, Equatable {
     case map([Field])
 
     /// Decodes a record; throws `RecordError.corruptRecord` on malformed bytes.
+    ///
+    /// - Parameters:
+    ///   - bytes: A stored record.
+    ///   - fields: The collection's field table.
+    ///   - collection: The collection's name, for errors.
+    /// - Returns: The record as a tree of values, every field kept (none needs a model type).
+    /// - Throws: `RecordError.corruptRecord` naming what is malformed.
     public static func decode(_ bytes: [UInt8], fields: FieldTable, collection: String) throws -> RecordValue {
         try bytes.withUnsafeBytes { buffer in
             let context = DecodingContext(buffer: buffer, fields: fields, collection: collection)
@@ -132,11 +143,17 @@ public indirect enum RecordValue: Sendable, Equatable {
     }
 
     /// The value of a dotted property path (`address.city`), or nil when absent.
+    ///
+    /// - Parameter path: Field names joined by dots.
+    /// - Returns: The value there, or nil when a step is absent or not a struct.
     public func value(at path: String) -> RecordValue? {
         value(atPath: path.split(separator: ".").map(String.init))
     }
 
     /// The value at a property path already split into names.
+    ///
+    /// - Parameter path: Field names, outermost first.
+    /// - Returns: The value there, or nil when a step is absent or not a struct.
     public func value(atPath path: [String]) -> RecordValue? {
         var current = self
         for part in path {
@@ -182,6 +199,8 @@ public indirect enum RecordValue: Sendable, Equatable {
 
     /// Appends what `json` returns to `out`, for writers that embed values in a larger
     /// JSON document without a string per value.
+    ///
+    /// - Parameter out: The text to append to.
     public func writeJSON(to out: inout String) {
         writeJSON(to: &out, typed: false)
     }

@@ -12,6 +12,11 @@ public struct StoredFields: Sendable, Equatable {
     private var values: [String: [UInt8]] = [:]
 
     /// Encodes `model` with `table` (adding new names to it) and splits the record.
+    ///
+    /// - Parameters:
+    ///   - model: The value to split.
+    ///   - table: The collection's field table; new names are added.
+    /// - Throws: `RecordError.unencodable` for a value the format cannot hold.
     public init<T: Encodable>(encoding model: T, table: inout FieldTable) throws {
         let record = try RecordEncoder.encode(model, fields: &table, collection: String(describing: T.self))
         try record.withUnsafeBytes { buffer in
@@ -31,9 +36,15 @@ public struct StoredFields: Sendable, Equatable {
     }
 
     /// The stored bytes of the field `name`, if the record has it.
+    ///
+    /// - Parameter name: A top-level field name.
+    /// - Returns: The field's encoded value (tag and payload), or nil.
     public subscript(name: String) -> [UInt8]? { values[name] }
 
     /// Names whose stored value differs from `other`'s (present in one only counts).
+    ///
+    /// - Parameter other: The fields to compare with.
+    /// - Returns: The names of the fields that differ, in this record's order, then `other`'s.
     public func changed(from other: StoredFields) -> [String] {
         var names = self.names.filter { values[$0] != other.values[$0] }
         names += other.names.filter { values[$0] == nil }
@@ -41,6 +52,10 @@ public struct StoredFields: Sendable, Equatable {
     }
 
     /// Sets `names` to `source`'s values (removing those `source` lacks).
+    ///
+    /// - Parameters:
+    ///   - names: The fields to copy.
+    ///   - source: Where their values come from.
     public mutating func take(_ names: [String], from source: StoredFields) {
         for name in names {
             if let value = source.values[name] {
@@ -54,6 +69,12 @@ public struct StoredFields: Sendable, Equatable {
     }
 
     /// Rebuilds the record and decodes it as `T`, using `table` (the one the fields came from).
+    ///
+    /// - Parameters:
+    ///   - type: The type to decode.
+    ///   - table: The field table the fields were encoded with.
+    /// - Returns: The decoded value.
+    /// - Throws: `RecordError` as `RecordDecoder.decode` does.
     public func decode<T: Decodable>(_ type: T.Type, table: FieldTable) throws -> T {
         var record: [UInt8] = []
         record.appendTag(.keyed)

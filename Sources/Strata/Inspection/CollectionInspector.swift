@@ -70,6 +70,8 @@ public struct CollectionInspector {
     let snapshot: Snapshot
 
     /// Reads the collections of `snapshot` (`Database.snapshot()`, or an `Inspector`'s database's).
+    ///
+    /// - Parameter snapshot: The committed state to read; it stays the same while this reads it.
     public init(snapshot: Snapshot) {
         self.snapshot = snapshot
     }
@@ -82,15 +84,23 @@ public struct CollectionInspector {
     }
 
     /// Every collection's name.
+    ///
+    /// - Returns: The names, sorted.
+    /// - Throws: `StrataError` or `RecordError` for a damaged catalog.
     public func names() throws -> [String] { try CatalogEntry.collectionNames(in: snapshot) }
 
     /// Every collection with its records, fields, types and indexes.
+    ///
+    /// - Returns: The collections, by name.
+    /// - Throws: `StrataError` or `RecordError` for a damaged catalog or tree.
     public func collections() throws -> [Collection] {
         try names().map { try collection($0) }
     }
 
     /// One collection.
     /// - Throws: `StorageError.collectionNotFound` naming those there are.
+    /// - Parameter name: The collection's name.
+    /// - Returns: Its record count, fields, types and indexes.
     public func collection(_ name: String) throws -> Collection {
         let entry = try entry(name)
         var keyTypes: [String] = []
@@ -111,6 +121,14 @@ public struct CollectionInspector {
     }
 
     /// Records in primary-key order, from `start` (a key), up to `limit`.
+    ///
+    /// - Parameters:
+    ///   - name: The collection's name.
+    ///   - start: The first primary key to read from (included); nil for the start.
+    ///   - limit: The most records to read; nil for all.
+    ///   - body: Called with each record; returns whether to go on.
+    /// - Throws: `StorageError.collectionNotFound`; `RecordError` or `StrataError` for damaged
+    ///   bytes; what `body` throws.
     public func records(in name: String, from start: Key? = nil, limit: Int? = nil, _ body: (Record) throws -> Bool) throws {
         let entry = try entry(name)
         let fields = FieldTable(names: entry.fields)
@@ -125,6 +143,13 @@ public struct CollectionInspector {
 
     /// The record whose primary key is `text`, parsed as the collection's key types
     /// (comma-separated for composite keys).
+    ///
+    /// - Parameters:
+    ///   - name: The collection's name.
+    ///   - text: The primary key as text.
+    /// - Returns: The record, or nil when none has that key.
+    /// - Throws: `StorageError.collectionNotFound`; `KeyParseError` for text
+    ///   that is not a key of the collection's types; errors for damaged bytes.
     public func record(in name: String, keyText text: String) throws -> Record? {
         try record(in: name, key: try parseKey(text, types: try collection(name).primaryKeyTypes))
     }
@@ -132,6 +157,10 @@ public struct CollectionInspector {
     /// The record whose primary key is `key`, or nil.
     /// - Throws: `StorageError.collectionNotFound`; `RecordError` or `StrataError` for
     ///   damaged bytes.
+    /// - Parameters:
+    ///   - name: The collection's name.
+    ///   - key: The encoded primary key.
+    /// - Returns: The record, or nil when none has that key.
     public func record(in name: String, key: Key) throws -> Record? {
         let entry = try entry(name)
         guard let bytes = try snapshot.get(key.bytes, in: entry.recordsTree) else { return nil }
@@ -139,6 +168,12 @@ public struct CollectionInspector {
     }
 
     /// Parses key text by element types (`int`, `uint`, `double`, `string`, `uuid`, `bool`, `date`).
+    ///
+    /// - Parameters:
+    ///   - text: The key's elements, comma-separated when there are several.
+    ///   - types: The element types, in key order.
+    /// - Returns: The encoded key.
+    /// - Throws: `KeyParseError` naming the element that does not parse as its type.
     public func parseKey(_ text: String, types: [String]) throws -> Key {
         let parts = types.count > 1 ? text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) } : [text]
         guard parts.count == max(types.count, 1) else {
@@ -163,6 +198,9 @@ public struct CollectionInspector {
 
     /// Checks every index entry against the records: each names an existing record whose
     /// fields give the entry's key, and each record has its entries. Returns the faults.
+    ///
+    /// - Returns: One line per fault; empty when every index agrees with its records.
+    /// - Throws: `StrataError` or `RecordError` when a tree cannot be read at all.
     public func verifyIndexes() throws -> [String] {
         var faults: [String] = []
         let collections: [String]

@@ -19,6 +19,10 @@ public struct VerificationReport: Codable, Sendable, Equatable {
     public var opens: Bool
 
     /// A report of `faults`; clean when none is an error.
+    ///
+    /// - Parameters:
+    ///   - faults: What the checks found.
+    ///   - opens: Whether the file opened at all (false: the faults say why not).
     public init(faults: [Inspector.Fault], opens: Bool = true) {
         self.faults = faults
         self.opens = opens

@@ -54,12 +54,21 @@ extension Model {
     public static var storedFields: [StoredField<Self>] { [] }
 
     /// A query over this model's collection.
+    ///
+    /// - Returns: A query with no conditions: every model, in primary-key order.
     public static func query() -> Query<Self> { Query() }
 
     /// `query().filter(filter)`.
+    ///
+    /// - Parameter filter: The conditions, e.g. `\.age >= 18 && \.city == "Oslo"`.
+    /// - Returns: A query of the models matching them.
     public static func filter(_ filter: Filter<Self>) -> Query<Self> { Query().filter(filter) }
 
     /// `query().filter(predicate)`.
+    ///
+    /// - Parameter predicate: A `#Predicate`; the comparisons the planner understands use indexes,
+    ///   the rest are checked on each record.
+    /// - Returns: A query of the models matching it.
     public static func filter(_ predicate: Predicate<Self>) -> Query<Self> { Query().filter(predicate) }
 }
 
@@ -79,6 +88,11 @@ public struct FieldPath<M>: @unchecked Sendable, Hashable, CustomStringConvertib
     }
 
     /// The field at `keyPath`, stored under `name` (the property's name by default).
+    ///
+    /// - Parameters:
+    ///   - keyPath: The stored property (or a path into a nested value).
+    ///   - name: The field's stored name, when it is not the property path (say, for a custom
+    ///     `CodingKeys` or a computed property).
     public init<V: KeyComponent>(_ keyPath: KeyPath<M, V>, name: String? = nil) {
         self.keyPath = keyPath
         self.name = name ?? Self.propertyName(of: keyPath)
@@ -88,6 +102,9 @@ public struct FieldPath<M>: @unchecked Sendable, Hashable, CustomStringConvertib
     /// `\User.address.city` → `address.city`: the stored field a key path reaches, as
     /// synthesized `Codable` names it. When reflection metadata is stripped the description
     /// is not a path; pass `name:` explicitly then.
+    ///
+    /// - Parameter keyPath: A key path from the model type.
+    /// - Returns: The dotted property path.
     public static func propertyName(of keyPath: AnyKeyPath) -> String {
         let description = String(describing: keyPath)
         let prefix = "\\" + String(describing: M.self) + "."
@@ -143,11 +160,25 @@ public struct IndexDefinition<M>: Sendable, Equatable {
     }
 
     /// An index on one or more fields, e.g. `.index(\.age)` or `.index(\.lastName, \.firstName)`.
+    ///
+    /// - Parameters:
+    ///   - first: The first indexed field.
+    ///   - rest: The other fields, in key order; a query can use any leading run of them.
+    ///   - name: The index's name in the file (the field names joined with `+` by default);
+    ///     required for a computed property.
+    /// - Returns: The index definition, for `Schema`'s `indexes:`.
     public static func index<First: KeyComponent, each V: KeyComponent>(_ first: KeyPath<M, First>, _ rest: repeat KeyPath<M, each V>, name: String? = nil) -> Self {
         make(first, repeat each rest, name: name, unique: false)
     }
 
     /// An index whose key (the field values together) no two records may share.
+    ///
+    /// - Parameters:
+    ///   - first: The first indexed field.
+    ///   - rest: The other fields, in key order.
+    ///   - name: The index's name in the file (the field names joined with `+` by default).
+    /// - Returns: The index definition; a write that would give two records the same key fails
+    ///   with `StorageError.uniqueViolation`.
     public static func unique<First: KeyComponent, each V: KeyComponent>(_ first: KeyPath<M, First>, _ rest: repeat KeyPath<M, each V>, name: String? = nil) -> Self {
         make(first, repeat each rest, name: name, unique: true)
     }
@@ -204,6 +235,12 @@ public struct Schema<M: Model>: Sendable {
     /// ```swift
     /// Schema<Order>(primaryKey: \.customerId, \.number, indexes: [.index(\.placedAt)])
     /// ```
+    ///
+    /// - Parameters:
+    ///   - first: The primary key's first field.
+    ///   - rest: Its other fields, in key order (records are stored in this order).
+    ///   - indexes: The secondary indexes, built on first use when the collection already holds
+    ///     records.
     public init<First: KeyComponent, each V: KeyComponent>(primaryKey first: KeyPath<M, First>, _ rest: repeat KeyPath<M, each V>, indexes: [IndexDefinition<M>] = []) {
         var fields: [FieldPath<M>] = [FieldPath(first)]
         for path in repeat each rest { fields.append(FieldPath(path)) }
@@ -212,11 +249,21 @@ public struct Schema<M: Model>: Sendable {
 
     /// A schema whose integer primary key is assigned on `create` when it is 0: ids are
     /// unique and increasing, never reused, across reopens and deletes.
+    ///
+    /// - Parameters:
+    ///   - id: The id property; a model created with 0 there is given the next id.
+    ///   - indexes: The secondary indexes.
+    /// - Returns: The schema.
     public static func autoIncrementing(_ id: WritableKeyPath<M, Int64>, indexes: [IndexDefinition<M>] = []) -> Schema {
         Schema(primaryKey: [FieldPath(id)], indexes: indexes, autoIncrement: AutoIncrement(get: { $0[keyPath: id] }, set: { $0[keyPath: id] = $1 }))
     }
 
     /// `autoIncrementing` for an `Int` id.
+    ///
+    /// - Parameters:
+    ///   - id: The id property; a model created with 0 there is given the next id.
+    ///   - indexes: The secondary indexes.
+    /// - Returns: The schema.
     public static func autoIncrementing(_ id: WritableKeyPath<M, Int>, indexes: [IndexDefinition<M>] = []) -> Schema {
         Schema(primaryKey: [FieldPath(id)], indexes: indexes, autoIncrement: AutoIncrement(get: { Int64($0[keyPath: id]) }, set: { $0[keyPath: id] = Int($1) }))
     }
@@ -237,6 +284,9 @@ public struct Schema<M: Model>: Sendable {
     /// ```swift
     /// try storage.erase(User.self, primaryKey: User.schema.primaryKey(of: user))
     /// ```
+    ///
+    /// - Parameter model: A model of this schema.
+    /// - Returns: Its primary key's field values, encoded as one key.
     public func primaryKey(of model: M) -> Key {
         var key = Key()
         for field in primaryKey { field.appendKey(model, &key) }

@@ -30,6 +30,13 @@ public struct StoredField<M>: @unchecked Sendable {
 
     /// A field read by `keyPath`, stored under `name` (by default the property's name, as
     /// synthesized `Codable` stores it).
+    ///
+    /// - Parameters:
+    ///   - keyPath: The stored property.
+    ///   - name: Its stored name, when not the property's (a custom `CodingKeys`).
+    ///   - originalName: The name it was stored under before a rename: opening the collection
+    ///     for writing moves the values, and reads find either.
+    /// - Returns: The declaration, for `Model.storedFields`.
     public static func field<V>(_ keyPath: KeyPath<M, V>, name: String? = nil, originalName: String? = nil) -> Self {
         StoredField(name: name ?? FieldPath<M>.propertyName(of: keyPath), keyPath: keyPath,
                     originalNames: originalName.map { [$0] } ?? [], storedType: StoredType(of: V.self))
@@ -59,11 +66,17 @@ public struct ModelDescription<M>: @unchecked Sendable {
     }
 
     /// The declared field `keyPath` reads, or nil.
+    ///
+    /// - Parameter keyPath: A key path from the model type.
+    /// - Returns: The declaration, or nil when the model declares no field at that path.
     public func field(_ keyPath: AnyKeyPath) -> StoredField<M>? {
         byKeyPath[keyPath].map { fields[$0] }
     }
 
     /// The stored name of the field `keyPath` reads.
+    ///
+    /// - Parameter keyPath: A key path from the model type.
+    /// - Returns: The declared name, or the property path.
     public func name(of keyPath: AnyKeyPath) -> String {
         field(keyPath)?.name ?? FieldPath<M>.propertyName(of: keyPath)
     }

@@ -17,6 +17,8 @@ public final class CommitObservation: Sendable {
     private let onCancel: Mutex<(@Sendable () -> Void)?>
 
     /// An observation that runs `cancel` once, when cancelled.
+    ///
+    /// - Parameter cancel: What stops the observing; run at most once.
     public init(cancel: @escaping @Sendable () -> Void) { onCancel = Mutex(cancel) }
 
     /// Stops the observer; later calls do nothing.
@@ -45,6 +47,9 @@ public final class CommitObservers: Sendable {
     public var count: Int { registry.withLock { $0.observers.count } }
 
     /// Registers `observer`; on a closed storage it is told `.closed` at once.
+    ///
+    /// - Parameter observer: Called after each commit, on the committing thread.
+    /// - Returns: The registration; cancelling or releasing it removes the observer.
     public func add(_ observer: @escaping @Sendable (CommitEvent) -> Void) -> CommitObservation {
         let id: UInt64? = registry.withLock { registry in
             guard !registry.closed else { return nil }
@@ -65,12 +70,17 @@ public final class CommitObservers: Sendable {
     }
 
     /// Tells every observer that these collections changed.
+    ///
+    /// - Parameter collections: The names of the collections the commit changed; nothing is sent
+    ///   when it is empty.
     public func committed(_ collections: Set<String>) {
         guard !collections.isEmpty else { return }
         for observer in inOrder { observer(.committed(collections: collections)) }
     }
 
     /// Tells every observer that following commits failed.
+    ///
+    /// - Parameter reason: Why, in words an app can show or log.
     public func failed(_ reason: String) {
         for observer in inOrder { observer(.failed(reason: reason)) }
     }

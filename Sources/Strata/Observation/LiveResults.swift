@@ -19,6 +19,9 @@ public final class LiveResults<Value: Sendable> {
     @ObservationIgnored private let consumer = Consumer()
 
     /// Starts consuming `results` (an `observe` sequence); `value` follows it.
+    ///
+    /// - Parameter results: The sequence to follow; it is consumed until it ends or this object
+    ///   is released.
     public init(_ results: AsyncThrowingStream<Value, Error>) {
         consumer.task = Task { [weak self] in
             do {

@@ -22,22 +22,37 @@ import Synchronization
 /// Reads run on Strata's dispatch queue, never on the cooperative pool.
 extension Storage {
     /// The query's results now and after each commit that changes its collection.
+    ///
+    /// - Parameter query: The query to follow.
+    /// - Returns: A sequence of result arrays; it ends with an error when a read fails or the
+    ///   storage stops following commits, and finishes when the storage closes.
     public func observe<M: Model>(_ query: Query<M>) -> AsyncThrowingStream<[M], Error> {
         observe(collections: [M.collectionName], isDuplicate: nil) { try $0.read(query) }
     }
 
     /// The query's results now and after each commit that changes them.
+    ///
+    /// - Parameter query: The query to follow.
+    /// - Returns: A sequence of result arrays, each different from the one before.
     public func observe<M: Model & Equatable>(_ query: Query<M>) -> AsyncThrowingStream<[M], Error> {
         observe(collections: [M.collectionName], isDuplicate: ==) { try $0.read(query) }
     }
 
     /// How many models match, now and after each commit that changes the count.
+    ///
+    /// - Parameter query: The conditions to count.
+    /// - Returns: A sequence of counts, each different from the one before.
     public func observeCount<M: Model>(_ query: Query<M>) -> AsyncThrowingStream<Int, Error> {
         observe(collections: [M.collectionName], isDuplicate: ==) { try $0.count(query) }
     }
 
     /// The model with this primary key (nil while there is none), now and after each commit
     /// that changes it.
+    ///
+    /// - Parameters:
+    ///   - type: The model type, which names the collection.
+    ///   - primaryKey: The key of the model to follow.
+    /// - Returns: A sequence of the model's states (nil while it does not exist).
     public func observe<M: Model & Equatable, K: KeyComponent & Sendable>(_ type: M.Type, primaryKey: K) -> AsyncThrowingStream<M?, Error> {
         observe(collections: [M.collectionName], isDuplicate: ==) { try $0.read(type, primaryKey: primaryKey) }
     }
@@ -45,6 +60,13 @@ extension Storage {
     /// The general form: `fetch` is read in one snapshot now and after each commit that
     /// changes any of `collections` (nil: after every commit); a result `isDuplicate` of the
     /// last one sent is dropped.
+    ///
+    /// - Parameters:
+    ///   - collections: The collections whose commits trigger a new read; nil for every commit.
+    ///   - isDuplicate: Whether a new result repeats the last one sent (then it is not sent);
+    ///     nil sends every read.
+    ///   - fetch: Reads the result in one snapshot.
+    /// - Returns: A sequence of `fetch`'s results.
     public func observe<R: Sendable>(collections: Set<String>?, isDuplicate: (@Sendable (R, R) -> Bool)?,
                                      fetch: @escaping @Sendable (any StorageReader) throws -> R) -> AsyncThrowingStream<R, Error> {
         let (stream, continuation) = AsyncThrowingStream<R, Error>.makeStream(bufferingPolicy: .bufferingNewest(1))

@@ -23,6 +23,8 @@ public struct CompiledTextPredicate: Sendable {
     private let root: Node
 
     /// Compiles `predicate`.
+    ///
+    /// - Parameter predicate: A parsed predicate.
     public init(_ predicate: TextPredicate) {
         root = Self.compile(predicate)
     }
@@ -57,6 +59,9 @@ public struct CompiledTextPredicate: Sendable {
     }
 
     /// Whether the record satisfies the predicate. A missing field is null.
+    ///
+    /// - Parameter record: A decoded record.
+    /// - Returns: Whether it satisfies the predicate.
     public func matches(_ record: RecordValue) -> Bool { Self.matches(root, record) }
 
     private static func matches(_ node: Node, _ record: RecordValue) -> Bool {

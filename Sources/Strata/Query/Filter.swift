@@ -138,32 +138,62 @@ public struct Filter<M>: @unchecked Sendable {
     }
 
     /// Both conditions; the planner may answer either from an index.
+    ///
+    /// - Parameters:
+    ///   - a: The first condition.
+    ///   - b: The second condition.
+    /// - Returns: A filter matching the models both match.
     public static func && (a: Filter, b: Filter) -> Filter {
         Filter(plan: .and([a.plan, b.plan])) { a.evaluate($0) && b.evaluate($0) }
     }
 
     /// Either condition; equalities on one field become an IN the planner answers from an
     /// index.
+    ///
+    /// - Parameters:
+    ///   - a: The first condition.
+    ///   - b: The second condition.
+    /// - Returns: A filter matching the models either matches.
     public static func || (a: Filter, b: Filter) -> Filter {
         Filter(plan: .or(a.plan, b.plan)) { a.evaluate($0) || b.evaluate($0) }
     }
 
     /// The condition negated (checked on each record).
+    ///
+    /// - Parameter a: The condition to negate.
+    /// - Returns: A filter matching the models `a` does not.
     public static prefix func ! (a: Filter) -> Filter {
         Filter(plan: .opaque) { !a.evaluate($0) }
     }
 
     /// The field is one of `values`.
+    ///
+    /// - Parameters:
+    ///   - keyPath: The field.
+    ///   - values: The values it may hold; an empty list matches nothing.
+    /// - Returns: The condition, answered from the primary key or an index on the field when
+    ///   there is one (one range per value).
     public static func `in`<V: KeyComponent & Equatable>(_ keyPath: KeyPath<M, V>, _ values: [V]) -> Filter {
         Filter(plan: .field(keyPath, .equal(toAnyOf: values.map { Key($0).bytes }))) { values.contains($0[keyPath: keyPath]) }
     }
 
     /// The field is none of `values`.
+    ///
+    /// - Parameters:
+    ///   - keyPath: The field.
+    ///   - values: The values it must not hold.
+    /// - Returns: The condition, checked on each record.
     public static func notIn<V: KeyComponent & Equatable>(_ keyPath: KeyPath<M, V>, _ values: [V]) -> Filter {
         Filter(plan: .opaque) { !values.contains($0[keyPath: keyPath]) }
     }
 
     /// `range.lowerBound <= field <= range.upperBound`.
+    ///
+    /// - Parameters:
+    ///   - keyPath: The field.
+    ///   - range: The values it may hold, both bounds included.
+    /// - Returns: The condition, answered as one range of the primary key or an index when there
+    ///   is one.
     public static func between<V: KeyComponent & Comparable>(_ keyPath: KeyPath<M, V>, _ range: ClosedRange<V>) -> Filter {
         let lower = Key(range.lowerBound).bytes, upper = Key(range.upperBound).bytes
         return Filter(plan: .field(keyPath, .range(lower: .included(lower), upper: .excluded(KeyRange.afterElements(upper))))) {
@@ -172,6 +202,12 @@ public struct Filter<M>: @unchecked Sendable {
     }
 
     /// `range.lowerBound <= field < range.upperBound`.
+    ///
+    /// - Parameters:
+    ///   - keyPath: The field.
+    ///   - range: The values it may hold, the upper bound excluded.
+    /// - Returns: The condition, answered as one range of the primary key or an index when there
+    ///   is one.
     public static func between<V: KeyComponent & Comparable>(_ keyPath: KeyPath<M, V>, _ range: Range<V>) -> Filter {
         Filter(plan: .field(keyPath, .range(lower: .included(Key(range.lowerBound).bytes), upper: .excluded(Key(range.upperBound).bytes)))) {
             range.contains($0[keyPath: keyPath])
@@ -179,6 +215,11 @@ public struct Filter<M>: @unchecked Sendable {
     }
 
     /// The string field starts with `prefix`.
+    ///
+    /// - Parameters:
+    ///   - keyPath: The string field.
+    ///   - prefix: The text it must start with (compared as Unicode canonical equivalence).
+    /// - Returns: The condition, answered as a range of an index on the field when there is one.
     public static func hasPrefix(_ keyPath: KeyPath<M, String>, _ prefix: String) -> Filter {
         Filter(plan: .field(keyPath, .prefix(Key().appendingStringPrefix(prefix)))) { $0[keyPath: keyPath].hasPrefix(prefix) }
     }
@@ -192,6 +233,14 @@ public struct Filter<M>: @unchecked Sendable {
     /// User.filter(.like(\.name, "A%"))                            // Ada, Alan
     /// User.filter(.like(\.email, "%@EXAMPLE.com", caseSensitive: false))
     /// ```
+    ///
+    /// - Parameters:
+    ///   - keyPath: The string field.
+    ///   - pattern: The pattern: `%` for any run of characters, `_` for one, other characters
+    ///     for themselves.
+    ///   - caseSensitive: Whether letters must match in case (`true` by default); `false` folds
+    ///     case as SQLite does.
+    /// - Returns: The condition.
     public static func like(_ keyPath: KeyPath<M, String> & Sendable, _ pattern: String, caseSensitive: Bool = true) -> Filter {
         let matcher = LikePattern(pattern, caseSensitive: caseSensitive)
         if let prefix = matcher.literalPrefix { return .hasPrefix(keyPath, prefix) }
@@ -199,6 +248,12 @@ public struct Filter<M>: @unchecked Sendable {
     }
 
     /// SQL's `NOT LIKE`; see `like(_:_:caseSensitive:)`.
+    ///
+    /// - Parameters:
+    ///   - keyPath: The string field.
+    ///   - pattern: The pattern, as in `like(_:_:caseSensitive:)`.
+    ///   - caseSensitive: Whether letters must match in case (`true` by default).
+    /// - Returns: The condition, checked on each record.
     public static func notLike(_ keyPath: KeyPath<M, String> & Sendable, _ pattern: String, caseSensitive: Bool = true) -> Filter {
         let matcher = LikePattern(pattern, caseSensitive: caseSensitive)
         return .matching { !matcher.matches($0[keyPath: keyPath]) }
@@ -210,36 +265,61 @@ public struct Filter<M>: @unchecked Sendable {
     /// ```swift
     /// Document.filter(.contains(\.tags, "swift"))
     /// ```
+    ///
+    /// - Parameters:
+    ///   - keyPath: The array field.
+    ///   - element: The element it must hold.
+    /// - Returns: The condition.
     public static func contains<V: KeyComponent & Equatable>(_ keyPath: KeyPath<M, [V]>, _ element: V) -> Filter {
         Filter(plan: .element(keyPath, .equal(toAnyOf: [Key(element).bytes]))) { $0[keyPath: keyPath].contains(element) }
     }
 
     /// The string field contains `substring`.
+    ///
+    /// - Parameters:
+    ///   - keyPath: The string field.
+    ///   - substring: The text it must contain.
+    /// - Returns: The condition, checked on each record.
     public static func contains(_ keyPath: KeyPath<M, String>, _ substring: String) -> Filter {
         Filter(plan: .opaque) { $0[keyPath: keyPath].contains(substring) }
     }
 
     /// The optional field is nil.
+    ///
+    /// - Parameter keyPath: The optional field.
+    /// - Returns: The condition, checked on each record.
     public static func isNil<V>(_ keyPath: KeyPath<M, V?>) -> Filter {
         Filter(plan: .opaque) { $0[keyPath: keyPath] == nil }
     }
 
     /// The optional field is nil; answered by an index on the field when there is one.
+    ///
+    /// - Parameter keyPath: The optional field.
+    /// - Returns: The condition.
     public static func isNil<V: KeyComponent>(_ keyPath: KeyPath<M, V?>) -> Filter {
         Filter(plan: .field(keyPath, .isNil)) { $0[keyPath: keyPath] == nil }
     }
 
     /// The optional field is not nil.
+    ///
+    /// - Parameter keyPath: The optional field.
+    /// - Returns: The condition, checked on each record.
     public static func isNotNil<V>(_ keyPath: KeyPath<M, V?>) -> Filter {
         Filter(plan: .opaque) { $0[keyPath: keyPath] != nil }
     }
 
     /// The optional field is not nil; answered by an index on the field when there is one.
+    ///
+    /// - Parameter keyPath: The optional field.
+    /// - Returns: The condition.
     public static func isNotNil<V: KeyComponent>(_ keyPath: KeyPath<M, V?>) -> Filter {
         Filter(plan: .field(keyPath, .notNil)) { $0[keyPath: keyPath] != nil }
     }
 
     /// A condition the planner cannot use, checked on each record.
+    ///
+    /// - Parameter test: Whether a model matches; called on each candidate record, decoded.
+    /// - Returns: The condition.
     public static func matching(_ test: @escaping @Sendable (M) -> Bool) -> Filter {
         Filter(plan: .opaque, evaluate: test)
     }
@@ -273,24 +353,54 @@ public struct Filter<M>: @unchecked Sendable {
 /// ```swift
 /// User.filter(\.city == "Oslo")
 /// ```
+///
+/// - Parameters:
+///   - keyPath: The field.
+///   - value: The value it must hold.
+/// - Returns: The condition.
 public func == <M, V: KeyComponent & Equatable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> {
     Filter(plan: .field(keyPath, .equal(toAnyOf: [Key(value).bytes]))) { $0[keyPath: keyPath] == value }
 }
 
 /// The field differs from `value` (checked on each record; on its stored bytes when the
 /// model declares the field).
+///
+/// - Parameters:
+///   - keyPath: The field.
+///   - value: The value it must not hold.
+/// - Returns: The condition.
 public func != <M, V: KeyComponent & Equatable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> {
     Filter(plan: .opaque) { $0[keyPath: keyPath] != value }
 }
 
 /// The optional field is less than `value`: nil matches no comparison (as NULL in SQL).
 /// Ranges on the primary key or an indexed field are read from its tree.
+///
+/// - Parameters:
+///   - keyPath: The optional field.
+///   - value: The bound, excluded.
+/// - Returns: The condition.
 public func < <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V?>, value: V) -> Filter<M> { .compare(keyPath, .lessThan, value) }
 /// The optional field is at most `value`; nil matches no comparison.
+///
+/// - Parameters:
+///   - keyPath: The optional field.
+///   - value: The bound, included.
+/// - Returns: The condition.
 public func <= <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V?>, value: V) -> Filter<M> { .compare(keyPath, .lessThanOrEqual, value) }
 /// The optional field is greater than `value`; nil matches no comparison.
+///
+/// - Parameters:
+///   - keyPath: The optional field.
+///   - value: The bound, excluded.
+/// - Returns: The condition.
 public func > <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V?>, value: V) -> Filter<M> { .compare(keyPath, .greaterThan, value) }
 /// The optional field is at least `value`; nil matches no comparison.
+///
+/// - Parameters:
+///   - keyPath: The optional field.
+///   - value: The bound, included.
+/// - Returns: The condition.
 public func >= <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V?>, value: V) -> Filter<M> { .compare(keyPath, .greaterThanOrEqual, value) }
 
 /// The field is less than `value`. Ranges on the primary key or an indexed field are read
@@ -299,10 +409,30 @@ public func >= <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V?>, value:
 /// ```swift
 /// User.filter(\.age >= 18 && \.age < 65)
 /// ```
+///
+/// - Parameters:
+///   - keyPath: The field.
+///   - value: The bound, excluded.
+/// - Returns: The condition.
 public func < <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> { .compare(keyPath, .lessThan, value) }
 /// The field is at most `value`.
+///
+/// - Parameters:
+///   - keyPath: The field.
+///   - value: The bound, included.
+/// - Returns: The condition.
 public func <= <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> { .compare(keyPath, .lessThanOrEqual, value) }
 /// The field is greater than `value`.
+///
+/// - Parameters:
+///   - keyPath: The field.
+///   - value: The bound, excluded.
+/// - Returns: The condition.
 public func > <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> { .compare(keyPath, .greaterThan, value) }
 /// The field is at least `value`.
+///
+/// - Parameters:
+///   - keyPath: The field.
+///   - value: The bound, included.
+/// - Returns: The condition.
 public func >= <M, V: KeyComponent & Comparable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> { .compare(keyPath, .greaterThanOrEqual, value) }

@@ -27,6 +27,11 @@ public struct LikePattern: Sendable, Hashable {
     public let caseSensitive: Bool
 
     /// Compiles `pattern` with the given wildcards.
+    ///
+    /// - Parameters:
+    ///   - pattern: The pattern; characters other than the wildcards match themselves.
+    ///   - wildcards: `.sql` (`%` and `_`, the default) or `.glob` (`*` and `?`).
+    ///   - caseSensitive: Whether letters must match in case (`true` by default).
     public init(_ pattern: String, wildcards: Wildcards = .sql, caseSensitive: Bool = true) {
         let (any, one): (Character, Character) = wildcards == .sql ? ("%", "_") : ("*", "?")
         self.caseSensitive = caseSensitive
@@ -46,6 +51,9 @@ public struct LikePattern: Sendable, Hashable {
     }
 
     /// Whether all of `text` matches the pattern.
+    ///
+    /// - Parameter text: The text to test.
+    /// - Returns: True when the pattern matches the whole text.
     public func matches(_ text: String) -> Bool {
         let characters = Array(caseSensitive ? text : text.lowercased())
         // Greedy with one remembered star: on a mismatch, let the last star absorb one more

@@ -49,6 +49,8 @@ public struct Query<M: Model>: Sendable {
 
     /// Every model of the type, in primary-key order; narrow it with `filter`, order it
     /// with `sorted`, page it with `offset` and `limit`.
+    ///
+    /// - Parameter type: The model type, which names the collection (inferred when omitted).
     public init(_ type: M.Type = M.self) {}
 
     /// The query with `filter` added: a model must also meet it (conditions are AND-ed).
@@ -56,6 +58,9 @@ public struct Query<M: Model>: Sendable {
     /// ```swift
     /// User.query().filter(\.age >= 18).filter(.in(\.city, ["Oslo", "Lima"]))
     /// ```
+    ///
+    /// - Parameter filter: The condition to add.
+    /// - Returns: A new query; this one is unchanged.
     public func filter(_ filter: Filter<M>) -> Query {
         var copy = self
         copy.filters.append(filter)
@@ -68,6 +73,9 @@ public struct Query<M: Model>: Sendable {
     /// ```swift
     /// User.query().filter(#Predicate { $0.age >= 18 && $0.name.starts(with: "A") })
     /// ```
+    ///
+    /// - Parameter predicate: The `#Predicate` to add.
+    /// - Returns: A new query; this one is unchanged.
     public func filter(_ predicate: Predicate<M>) -> Query {
         var copy = self
         copy.predicates.append(predicate)
@@ -75,6 +83,11 @@ public struct Query<M: Model>: Sendable {
     }
 
     /// Sorts by a field; further calls add tie-breakers.
+    ///
+    /// - Parameters:
+    ///   - keyPath: The field to sort by.
+    ///   - ascending: Smallest first (`true`, the default) or largest first.
+    /// - Returns: A new query; ties are broken by the primary key.
     public func sorted<V: Comparable>(by keyPath: KeyPath<M, V> & Sendable, ascending: Bool = true) -> Query {
         var copy = self
         copy.sortKeys.append(SortKey(keyPath: keyPath, ascending: ascending) { a, b in
@@ -90,6 +103,11 @@ public struct Query<M: Model>: Sendable {
     /// ```swift
     /// Task.query().sorted(by: \.dueDate)   // dueDate: Date?
     /// ```
+    ///
+    /// - Parameters:
+    ///   - keyPath: The optional field to sort by.
+    ///   - ascending: Smallest first (`true`, the default) or largest first.
+    /// - Returns: A new query; ties are broken by the primary key.
     public func sorted<V: Comparable>(by keyPath: KeyPath<M, V?> & Sendable, ascending: Bool = true) -> Query {
         var copy = self
         copy.sortKeys.append(SortKey(keyPath: keyPath, ascending: ascending) { a, b in
@@ -104,6 +122,9 @@ public struct Query<M: Model>: Sendable {
     }
 
     /// Sorts with Foundation's `SortDescriptor`.
+    ///
+    /// - Parameter descriptor: The field and order; string comparisons use its comparator.
+    /// - Returns: A new query.
     public func sorted(by descriptor: SortDescriptor<M>) -> Query {
         var copy = self
         copy.sortKeys.append(SortKey(keyPath: nil, ascending: true) { descriptor.compare($0, $1) })
@@ -112,6 +133,9 @@ public struct Query<M: Model>: Sendable {
 
     /// At most `count` models (negative counts as 0). With a sort and no index to read in
     /// order, only the best `offset + count` are kept while reading (a bounded top-k).
+    ///
+    /// - Parameter count: The most models to return.
+    /// - Returns: A new query.
     public func limit(_ count: Int) -> Query {
         var copy = self
         copy.limit = max(0, count)
@@ -120,6 +144,9 @@ public struct Query<M: Model>: Sendable {
 
     /// Skips the first `count` matches (negative counts as 0). For deep pages prefer keyset
     /// paging: a filter on the sort field from the last model seen.
+    ///
+    /// - Parameter count: How many matches to skip.
+    /// - Returns: A new query.
     public func offset(_ count: Int) -> Query {
         var copy = self
         copy.offset = max(0, count)
@@ -130,6 +157,9 @@ public struct Query<M: Model>: Sendable {
     /// others read as zero or nil, and are never decoded — the article's "text fields without
     /// the heavy pictures". A left-out field with no zero value (Date, UUID, URL, enums) is
     /// decoded from its stored value.
+    ///
+    /// - Parameter fields: Stored names of the top-level fields to decode.
+    /// - Returns: A new query.
     public func only(_ fields: some Sequence<String>) -> Query {
         var copy = self
         copy.projection = .only(Set(fields))
@@ -137,6 +167,9 @@ public struct Query<M: Model>: Sendable {
     }
 
     /// Decodes every stored field except the named ones (see `only`).
+    ///
+    /// - Parameter fields: Stored names of the top-level fields to leave undecoded.
+    /// - Returns: A new query.
     public func except(_ fields: some Sequence<String>) -> Query {
         var copy = self
         copy.projection = .except(Set(fields))

@@ -54,6 +54,9 @@ public indirect enum TextPredicate: Equatable, Sendable {
     /// ```
     /// - Throws: `TextQueryError` naming the 1-based column where parsing failed, also when
     ///   parentheses and `NOT` nest deeper than `maxNestingDepth`.
+    /// - Parameter text: Comparisons (`=`, `!=`, `<`, `<=`, `>`, `>=`, `LIKE`, `ILIKE`, `IS NULL`,
+    ///   `IN`) joined by `AND`, `OR`, `NOT` and parentheses.
+    /// - Returns: The parsed predicate.
     public static func parse(_ text: String) throws -> TextPredicate {
         var parser = TextQueryParser(text)
         let predicate = try parser.expression()
@@ -65,6 +68,9 @@ public indirect enum TextPredicate: Equatable, Sendable {
 
     /// Whether the record satisfies the predicate. A missing field is null. To test many
     /// records, compile once with `CompiledTextPredicate(_:)`.
+    ///
+    /// - Parameter record: A decoded record.
+    /// - Returns: Whether it satisfies the predicate.
     public func matches(_ record: RecordValue) -> Bool {
         CompiledTextPredicate(self).matches(record)
     }
@@ -338,6 +344,13 @@ extension CollectionInspector {
     ///
     /// - Throws: `StorageError.collectionNotFound` for an unknown collection, `StrataError` when
     ///   the file cannot be read.
+    /// - Parameters:
+    ///   - name: The collection's name.
+    ///   - predicate: The condition, or nil for every record.
+    ///   - sort: Fields to sort by, in order of precedence.
+    ///   - limit: The most records to return.
+    ///   - offset: How many matches to skip.
+    /// - Returns: The plan and the records.
     public func find(in name: String, where predicate: TextPredicate?, sortedBy sort: [(field: String, ascending: Bool)] = [],
                      limit: Int? = nil, offset: Int = 0) throws -> (plan: QueryPlan, records: [Record]) {
         var records: [Record] = []

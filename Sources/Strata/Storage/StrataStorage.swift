@@ -39,11 +39,15 @@ public final class StrataStorage: Storage {
     }
 
     /// Typed storage on a database you opened yourself (in memory, say).
+    ///
+    /// - Parameter database: An open database; the storage owns it from now on and closes it.
     public init(database: Database) {
         self.database = database
     }
 
     /// Releases the storage; later calls fail with a closed-storage error.
+    ///
+    /// - Throws: What releasing runs into (a final checkpoint that cannot be written).
     public func close() throws {
         follower.stop()
         try database.close()
@@ -56,6 +60,10 @@ public final class StrataStorage: Storage {
     let follower = FileFollower()
 
     /// Calls `observer` after each commit with the collections it changed.
+    ///
+    /// - Parameter observer: Called on a background thread after each commit, then once with
+    ///   `.closed`.
+    /// - Returns: The registration; observing stops when it is cancelled or released.
     public func observeCommits(_ observer: @escaping @Sendable (CommitEvent) -> Void) -> CommitObservation {
         let observation = observers.add(observer)
         guard database.options.readOnly else { return observation }
@@ -72,6 +80,8 @@ public final class StrataStorage: Storage {
 
     /// Runs `body` on a consistent snapshot.
     /// - Throws: what `body` or the storage throws.
+    /// - Parameter body: Reads through the reader it is given, valid only during the call.
+    /// - Returns: What `body` returns.
     public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R {
         let snapshot = try database.snapshot()
         return try body(StrataReader(storage: self, engine: snapshot, catalogSequence: database.options.readOnly ? snapshot.sequence : nil,
@@ -80,6 +90,8 @@ public final class StrataStorage: Storage {
 
     /// Runs `body` in one write transaction: committed when it returns, rolled back when it throws.
     /// - Throws: what `body` or the storage throws; nothing is committed then.
+    /// - Parameter body: Writes through the writer it is given, valid only during the call.
+    /// - Returns: What `body` returns.
     @discardableResult
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
         try transact { try body($0) }

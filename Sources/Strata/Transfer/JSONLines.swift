@@ -12,6 +12,10 @@ extension StrataStorage {
     /// line, from one snapshot. Returns how many records were written.
     /// - Throws: `StorageError.collectionNotFound`; `RecordError.corruptRecord` for a
     ///   damaged record; whatever `write` throws.
+    /// - Parameters:
+    ///   - names: The collections to write; nil for all.
+    ///   - write: Called with each line, without its newline.
+    /// - Returns: How many records were written.
     @discardableResult
     public func exportJSONLines(collections names: [String]? = nil, _ write: (String) throws -> Void) throws -> Int {
         let inspector = CollectionInspector(snapshot: try database.snapshot())
@@ -45,6 +49,10 @@ extension StrataStorage {
     /// the catalog (a field's type, a duplicate key, a unique index) stops the import with
     /// `ImportError` naming the line, and nothing is committed. Into a collection the file
     /// already has, records are added (the primary key must match the export's).
+    ///
+    /// - Parameter lines: The lines, without newlines (empty lines are skipped).
+    /// - Returns: How many collections and records were imported.
+    /// - Throws: `ImportError` naming the line and what is wrong with it; nothing is committed.
     public func importJSONLines(_ lines: some Sequence<String>) throws -> ImportReport {
         var report = ImportReport()
         try transact { writer in

@@ -21,6 +21,7 @@ import Foundation
 extension RecordValue {
     /// Parses typed JSON.
     /// - Throws: `TypedJSONError` naming the offset of the first problem.
+    /// - Parameter text: JSON as `json(typed: true)` writes it.
     public init(typedJSON text: String) throws {
         var parser = TypedJSONParser(Array(text.utf8))
         self = try parser.value(depth: 0)
