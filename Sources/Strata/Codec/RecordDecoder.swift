@@ -165,9 +165,28 @@ final class DecodingContext {
     /// The position just past the value starting at `position`; every returned position
     /// lies within the buffer, so callers may read the skipped bytes.
     ///
-    /// Inlined for scalars (every field a scan steps over); containers go to `skipContainer`.
+    /// Strings and integers — most of what a scan steps over — are skipped inline, with no
+    /// call and no error text built on the path; every other value goes to `skipOther`.
     @inline(__always)
     func skip(at position: Int, depth: Int = 0) throws -> Int {
+        guard position < buffer.count else { throw corrupt("value runs past the end") }
+        var p = position + 1
+        switch buffer[position] {
+        case RecordTag.int.rawValue, RecordTag.uint.rawValue:
+            _ = try varint(at: &p)
+            return p
+        case RecordTag.string.rawValue:
+            let length = try varint(at: &p)
+            guard length <= UInt64(buffer.count - p) else { throw corrupt("length runs past the end") }
+            return p + Int(length)
+        default:
+            return try skipOther(at: position, depth: depth)
+        }
+    }
+
+    /// `skip` for every other value.
+    @inline(never)
+    private func skipOther(at position: Int, depth: Int) throws -> Int {
         var p = position + 1
         func fixedEnd(_ size: Int) throws -> Int {
             guard p + size <= buffer.count else { throw corrupt("value runs past the end") }
@@ -228,6 +247,10 @@ final class DecodingContext {
         .typeMismatch(collection: collection, field: Self.path(parent, key), stored: stored.description, expected: "\(expected)")
     }
 
+    // The typed reads are inlined: `RecordReader` passes nil for the coding path, which then
+    // costs nothing, where a call built and destroyed an optional `CodingKey` existential
+    // for every field read (callgrind: a tenth of decoding a W1 user).
+    @inline(__always)
     func integer<T: FixedWidthInteger>(_ type: T.Type, at position: Int, parent: ValueDecoder?, key: CodingKey?) throws -> T {
         var p = position + 1
         let stored = try tag(at: position)
@@ -251,6 +274,7 @@ final class DecodingContext {
         return value
     }
 
+    @inline(__always)
     func double(at position: Int, parent: ValueDecoder?, key: CodingKey?) throws -> Double {
         let stored = try tag(at: position)
         switch stored {
@@ -260,6 +284,7 @@ final class DecodingContext {
         }
     }
 
+    @inline(__always)
     func bool(at position: Int, parent: ValueDecoder?, key: CodingKey?) throws -> Bool {
         let stored = try tag(at: position)
         guard stored == .bool else { throw mismatch(stored, expected: Bool.self, parent: parent, key: key) }
@@ -267,6 +292,7 @@ final class DecodingContext {
         return buffer[position + 1] != 0
     }
 
+    @inline(__always)
     func string(at position: Int, parent: ValueDecoder?, key: CodingKey?) throws -> String {
         let stored = try tag(at: position)
         guard stored == .string else { throw mismatch(stored, expected: String.self, parent: parent, key: key) }

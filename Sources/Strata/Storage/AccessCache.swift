@@ -15,7 +15,7 @@ final class AccessCache: Sendable {
 
         init(_ access: CollectionAccess<M>) {
             self.access = access
-            (engine, recordsTree, decode) = (access.engine, access.recordsTree, access.decoding.decoder)
+            (engine, recordsTree, decode) = (access.engine, access.recordsTree, access.decoding.reusingDecoder())
         }
 
         /// The record under `key`. Read through this object's own fields: a generic class's

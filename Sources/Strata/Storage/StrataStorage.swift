@@ -219,19 +219,13 @@ package struct ModelDecoding<M: Model> {
         try RecordDecoder.decode(M.self, from: bytes, fields: fields, collection: name, codec: recordCodec)
     }
 
-    /// `decode` as a closure that holds the table, name and codec themselves: calling it
-    /// needs no metadata of this generic struct (which unspecialized code looks up per call).
-    package var decoder: (UnsafeRawBufferPointer) throws -> M {
-        let (fields, collection, codec) = (fields, collection, recordCodec)
-        return { bytes in try RecordDecoder.decode(M.self, from: bytes, fields: fields, collection: collection, codec: codec) }
-    }
-
-    /// A decoder for records read one after another on one thread (a query's execution):
-    /// every record is decoded through one context, where `decode` makes one per record.
-    package func sequentialDecoder() -> (UnsafeRawBufferPointer) throws -> M {
-        let context = DecodingContext(buffer: UnsafeRawBufferPointer(start: nil, count: 0), fields: fields, collection: collection)
-        let codec = recordCodec
-        return { bytes in try RecordDecoder.decode(M.self, from: bytes, in: context, codec: codec) }
+    /// `decode` as a closure that decodes through one reused context (see
+    /// `ReusableDecodingContext`) and holds the table, name and codec itself: calling it
+    /// allocates no context and needs no metadata of this generic struct (which
+    /// unspecialized code looks up on every call).
+    package func reusingDecoder() -> (UnsafeRawBufferPointer) throws -> M {
+        let shared = ReusableDecodingContext(fields: fields, collection: collection), codec = recordCodec
+        return { bytes in try shared.withContext { try RecordDecoder.decode(M.self, from: bytes, in: $0, codec: codec) } }
     }
 
     /// Decodes only the fields the projection keeps. A left-out field the model cannot do
@@ -389,7 +383,7 @@ struct CollectionAccess<M: Model> {
             decode: projection.map { projection in
                 let widened = WidenedProjection(projection)
                 return { try decode($0, keeping: widened) }
-            } ?? decoding.sequentialDecoder(), admits: admits, matches: matches,
+            } ?? decoding.reusingDecoder(), admits: admits, matches: matches,
             order: order,
             byteOrder: access.plan.keepsTop == nil ? nil
                 : ByteOrder(query, residual: access.plan.residualFilter, decider: planned.decider, fields: fields, collection: name),
@@ -427,7 +421,7 @@ struct CollectionAccess<M: Model> {
         // When the record bytes decide every condition, nothing is decoded: a record is
         // decoded only when its bytes leave a condition unsure.
         if let decider = planned.decider {
-            let decodes = decoding.sequentialDecoder()
+            let decodes = decoding.reusingDecoder()
             let execution = QueryExecution<Bool>(
                 engine: engine, entry: state.entry, uniqueIndexes: uniqueIndexes,
                 decode: { bytes in try decider.decides(bytes) ?? query.matches(decodes(bytes)) },
