@@ -112,16 +112,15 @@ final class DecodingContext {
 
     @inline(__always)
     func varint(at position: inout Int) throws -> UInt64 {
-        var result: UInt64 = 0, shift: UInt64 = 0
-        while true {
-            guard position < buffer.count else { throw corrupt("varint runs past the end") }
-            let byte = buffer[position]
-            position += 1
-            result |= UInt64(byte & 0x7F) << shift
-            if byte < 0x80 { return result }
-            shift += 7
-            if shift > 63 { throw corrupt("varint longer than 10 bytes") }
-        }
+        guard let value = RecordBytes.varint(buffer, at: &position) else { throw malformedVarint(at: position) }
+        return value
+    }
+
+    /// Why the varint at `position` could not be read.
+    @inline(never)
+    private func malformedVarint(at position: Int) -> RecordError {
+        let continued = buffer[position...].prefix { $0 >= 0x80 }.count
+        return corrupt(position + continued >= buffer.count ? "varint runs past the end" : "varint longer than 10 bytes")
     }
 
     func fixed<T: FixedWidthInteger>(_ type: T.Type, at position: Int) throws -> T {
@@ -165,23 +164,12 @@ final class DecodingContext {
     /// The position just past the value starting at `position`; every returned position
     /// lies within the buffer, so callers may read the skipped bytes.
     ///
-    /// Strings and integers — most of what a scan steps over — are skipped inline, with no
-    /// call and no error text built on the path; every other value goes to `skipOther`.
+    /// Strings and integers — most of what a scan steps over — are stepped over inline;
+    /// every other value, and malformed bytes, go to `skipOther`.
     @inline(__always)
     func skip(at position: Int, depth: Int = 0) throws -> Int {
-        guard position < buffer.count else { throw corrupt("value runs past the end") }
-        var p = position + 1
-        switch buffer[position] {
-        case RecordTag.int.rawValue, RecordTag.uint.rawValue:
-            _ = try varint(at: &p)
-            return p
-        case RecordTag.string.rawValue:
-            let length = try varint(at: &p)
-            guard length <= UInt64(buffer.count - p) else { throw corrupt("length runs past the end") }
-            return p + Int(length)
-        default:
-            return try skipOther(at: position, depth: depth)
-        }
+        if let end = RecordBytes.endOfStringOrInteger(buffer, at: position) { return end }
+        return try skipOther(at: position, depth: depth)
     }
 
     /// `skip` for every other value.

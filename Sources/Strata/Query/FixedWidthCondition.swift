@@ -91,11 +91,12 @@ struct FixedWidthCondition {
         }
     }
 
-    /// Whether the value at `position` meets the condition; nil when its stored type cannot
-    /// be converted to `kind` exactly (decoding decides then).
+    /// Whether the value at `position` of `record` meets the condition; nil when its stored
+    /// type cannot be converted to `kind` exactly, or the bytes are malformed (decoding
+    /// decides then).
     @inline(__always)
-    func isMet(_ context: DecodingContext, at position: Int, points pointList: UnsafeBufferPointer<FixedKey>) throws -> Bool? {
-        guard let value = try RecordPrefilter.fixedKey(context, at: position, as: kind) else { return nil }
+    func isMet(_ record: UnsafeRawBufferPointer, at position: Int, points pointList: UnsafeBufferPointer<FixedKey>) -> Bool? {
+        guard let value = RecordBytes.fixedKey(record, at: position, as: kind) else { return nil }
         if let points {
             for i in points where pointList[i] == value { return true }
             return false

@@ -120,7 +120,7 @@ struct RecordPrefilter {
             fixedPoints.withUnsafeBufferPointer { points in
                 _ = Self.forEachField(of: record, in: context) { field, position in
                     for i in fixed.indices where fixed[i].field == field {
-                        guard let met = try fixed[i].isMet(context, at: position, points: points) else { continue }
+                        guard let met = fixed[i].isMet(record, at: position, points: points) else { continue }
                         guard met else {
                             rejected = true
                             return false
@@ -173,8 +173,8 @@ struct RecordPrefilter {
             // Numbers and Booleans: the key is at most 9 bytes, built on the stack (measured:
             // building it in `scratch` and comparing arrays was a third of a W1 scan's
             // instructions per record).
-            return try withUnsafeTemporaryAllocation(byteCount: 9, alignment: 8) { key in
-                guard let length = try fixedWidthKey(context, at: position, as: condition.kind, into: key) else { return nil }
+            return withUnsafeTemporaryAllocation(byteCount: 9, alignment: 8) { key in
+                guard let length = RecordBytes.fixedKey(context.buffer, at: position, as: condition.kind)?.write(into: key) else { return nil }
                 return contains(condition.bounds, UnsafeRawBufferPointer(rebasing: key[..<length]))
             }
         }
@@ -209,13 +209,13 @@ struct RecordPrefilter {
     static func forEachField(of record: UnsafeRawBufferPointer, in context: DecodingContext,
                              _ body: (_ field: UInt32, _ position: Int) throws -> Bool) -> Bool {
         context.buffer = record
+        guard !record.isEmpty, record[0] == RecordTag.keyed.rawValue else { return false }
+        var p = 1
+        guard let count = RecordBytes.varint(record, at: &p) else { return false }
         do {
-            guard try context.tag(at: 0) == .keyed else { return false }
-            var p = 1
-            let count = try context.varint(at: &p)
             for _ in 0 ..< count {
-                let field = UInt32(truncatingIfNeeded: try context.varint(at: &p))
-                guard try body(field, p) else { return false }
+                guard let field = RecordBytes.varint(record, at: &p) else { return false }
+                guard try body(UInt32(truncatingIfNeeded: field), p) else { return false }
                 p = try context.skip(at: p)
             }
             return true
@@ -233,37 +233,6 @@ struct RecordPrefilter {
         guard DecodingContext.isASCII(bytes) else { return false }
         key.append(String(decoding: bytes, as: UTF8.self))
         return true
-    }
-
-    /// Writes the key of the number or Boolean at `position`, converted to `kind`, into `key`
-    /// (at most 9 bytes, as `Key` encodes them); its length, or nil when the stored type
-    /// cannot be (exactly) converted.
-    @inline(__always)
-    static func fixedWidthKey(_ context: DecodingContext, at position: Int, as kind: UInt8, into key: UnsafeMutableRawBufferPointer) throws -> Int? {
-        try fixedKey(context, at: position, as: kind)?.write(into: key)
-    }
-
-    /// The key of the number or Boolean at `position`, converted to `kind`; nil when the
-    /// stored type cannot be (exactly) converted.
-    @inline(__always)
-    static func fixedKey(_ context: DecodingContext, at position: Int, as kind: UInt8) throws -> FixedKey? {
-        var p = position + 1
-        switch (try context.tag(at: position), kind) {
-        case (.int, KeyTag.int): return FixedKey(tag: KeyTag.int, bits: Key.orderedBits(ZigZag.decode(try context.varint(at: &p))))
-        case (.uint, KeyTag.uint): return FixedKey(tag: KeyTag.uint, bits: try context.varint(at: &p))
-        case (.int, KeyTag.uint):
-            let value = ZigZag.decode(try context.varint(at: &p))
-            return value >= 0 ? FixedKey(tag: KeyTag.uint, bits: UInt64(value)) : nil
-        case (.uint, KeyTag.int):
-            let value = try context.varint(at: &p)
-            return value <= UInt64(Int64.max) ? FixedKey(tag: KeyTag.int, bits: Key.orderedBits(Int64(value))) : nil
-        case (.double, KeyTag.double): return FixedKey(tag: KeyTag.double, bits: Key.orderedBits(Double(bitPattern: try context.fixed(UInt64.self, at: p))))
-        case (.float, KeyTag.double): return FixedKey(tag: KeyTag.double, bits: Key.orderedBits(Double(Float(bitPattern: try context.fixed(UInt32.self, at: p)))))
-        case (.bool, KeyTag.falseValue), (.bool, KeyTag.trueValue):
-            guard p < context.buffer.count else { return nil }
-            return FixedKey(tag: context.buffer[p] != 0 ? KeyTag.trueValue : KeyTag.falseValue, bits: 0)
-        default: return nil
-        }
     }
 
     private static func contains(_ bounds: FieldBounds, _ key: UnsafeRawBufferPointer) -> Bool {
@@ -334,7 +303,7 @@ extension ByteOrder {
             for (sortField, position) in zip(keyFields, positions.values) {
                 guard position >= 0 else { return false }
                 let written = withUnsafeTemporaryAllocation(byteCount: 9, alignment: 8) { buffer -> Bool in
-                    guard let length = try? RecordPrefilter.fixedWidthKey(context, at: position, as: sortField.kind, into: buffer) else { return false }
+                    guard let length = RecordBytes.fixedKey(context.buffer, at: position, as: sortField.kind)?.write(into: buffer) else { return false }
                     // Descending keys are inverted: their bytes then compare in reverse.
                     for byte in buffer[..<length] { key.append(sortField.descending ? ~byte : byte) }
                     return true

@@ -1,0 +1,79 @@
+import StrataEngine
+
+/// The reads of record bytes every reader shares — the one varint decoder, and the step
+/// over a string or integer — as functions that answer nil where the bytes run out or are
+/// malformed. `DecodingContext` turns nil into `RecordError.corruptRecord`; the scan's byte
+/// checks (`RecordPrefilter`) treat it as "unsure" and leave the record to decoding. No
+/// call, no error value and no text is built on their paths: a scan runs them for every
+/// field of every record.
+enum RecordBytes {
+    /// The varint at `position`, moving `position` past it; nil when it runs past the end or
+    /// is longer than 10 bytes.
+    @inline(__always)
+    static func varint(_ buffer: UnsafeRawBufferPointer, at position: inout Int) -> UInt64? {
+        var result: UInt64 = 0, shift: UInt64 = 0, p = position
+        while p < buffer.count {
+            let byte = buffer[p]
+            p += 1
+            result |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 {
+                position = p
+                return result
+            }
+            shift += 7
+            if shift > 63 { return nil }
+        }
+        return nil
+    }
+
+    /// Where the string or integer at `position` ends; nil for any other value, and for
+    /// malformed bytes.
+    @inline(__always)
+    static func endOfStringOrInteger(_ buffer: UnsafeRawBufferPointer, at position: Int) -> Int? {
+        guard position >= 0, position < buffer.count else { return nil }
+        var p = position + 1
+        switch buffer[position] {
+        case RecordTag.int.rawValue, RecordTag.uint.rawValue:
+            return varint(buffer, at: &p) == nil ? nil : p
+        case RecordTag.string.rawValue:
+            guard let length = varint(buffer, at: &p), length <= UInt64(buffer.count - p) else { return nil }
+            return p + Int(length)
+        default:
+            return nil
+        }
+    }
+
+    /// The key (`Key`'s encoding) of the number or Boolean at `position`, converted to the
+    /// key tag `kind`; nil when the stored type cannot be converted exactly, or the bytes
+    /// are malformed.
+    @inline(__always)
+    static func fixedKey(_ buffer: UnsafeRawBufferPointer, at position: Int, as kind: UInt8) -> FixedKey? {
+        guard position >= 0, position < buffer.count else { return nil }
+        var p = position + 1
+        func littleEndian<T: FixedWidthInteger>(_: T.Type) -> T? {
+            guard p + MemoryLayout<T>.size <= buffer.count else { return nil }
+            return T(littleEndian: buffer.loadUnaligned(fromByteOffset: p, as: T.self))
+        }
+        switch (buffer[position], kind) {
+        case (RecordTag.int.rawValue, KeyTag.int):
+            return varint(buffer, at: &p).map { FixedKey(tag: KeyTag.int, bits: Key.orderedBits(ZigZag.decode($0))) }
+        case (RecordTag.uint.rawValue, KeyTag.uint):
+            return varint(buffer, at: &p).map { FixedKey(tag: KeyTag.uint, bits: $0) }
+        case (RecordTag.int.rawValue, KeyTag.uint):
+            guard let value = varint(buffer, at: &p).map(ZigZag.decode), value >= 0 else { return nil }
+            return FixedKey(tag: KeyTag.uint, bits: UInt64(value))
+        case (RecordTag.uint.rawValue, KeyTag.int):
+            guard let value = varint(buffer, at: &p), value <= UInt64(Int64.max) else { return nil }
+            return FixedKey(tag: KeyTag.int, bits: Key.orderedBits(Int64(value)))
+        case (RecordTag.double.rawValue, KeyTag.double):
+            return littleEndian(UInt64.self).map { FixedKey(tag: KeyTag.double, bits: Key.orderedBits(Double(bitPattern: $0))) }
+        case (RecordTag.float.rawValue, KeyTag.double):
+            return littleEndian(UInt32.self).map { FixedKey(tag: KeyTag.double, bits: Key.orderedBits(Double(Float(bitPattern: $0)))) }
+        case (RecordTag.bool.rawValue, KeyTag.falseValue), (RecordTag.bool.rawValue, KeyTag.trueValue):
+            guard p < buffer.count else { return nil }
+            return FixedKey(tag: buffer[p] != 0 ? KeyTag.trueValue : KeyTag.falseValue, bits: 0)
+        default:
+            return nil
+        }
+    }
+}
