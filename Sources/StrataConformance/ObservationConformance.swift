@@ -19,6 +19,7 @@ extension StorageConformance {
 
         /// Runs the check.
         /// - Throws: `ConformanceFailure` naming what differed.
+        /// - Parameter storage: A new, empty storage of the backend under test.
         public func run(on storage: any Storage) async throws {
             do {
                 try await body(storage)

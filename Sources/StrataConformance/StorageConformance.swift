@@ -25,6 +25,7 @@ public enum StorageConformance {
 
         /// Runs the check.
         /// - Throws: `ConformanceFailure` naming what differed.
+        /// - Parameter storage: A new, empty storage of the backend under test.
         public func run(on storage: any Storage) throws {
             do {
                 try body(storage)

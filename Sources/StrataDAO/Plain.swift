@@ -20,10 +20,16 @@ public struct UniqueID: Hashable, Sendable, Codable, CustomStringConvertible, Ex
     public let value: Value
 
     /// A string identifier.
+    ///
+    /// - Parameter string: The identifier.
     public init(_ string: String) { value = .string(string) }
     /// An integer identifier.
+    ///
+    /// - Parameter integer: The identifier.
     public init(_ integer: Int64) { value = .integer(integer) }
     /// An integer identifier.
+    ///
+    /// - Parameter integer: The identifier.
     public init(_ integer: Int) { value = .integer(Int64(integer)) }
     /// A string identifier written as a literal.
     public init(stringLiteral value: String) { self.init(value) }
@@ -38,6 +44,8 @@ public struct UniqueID: Hashable, Sendable, Codable, CustomStringConvertible, Ex
     }
 
     /// Encodes as the matching primary key: `Key(string)` or `Key(integer)`.
+    ///
+    /// - Parameter key: The key to append the encoding to.
     public func appendKey(to key: inout Key) {
         switch value {
         case .string(let s): key.append(s)

@@ -172,6 +172,8 @@ public enum KeyTag {
 /// enum Level: String, Codable, KeyComponent { case low, high }
 /// ```
 public protocol KeyComponent {
+    /// Appends this value's key encoding, which orders as the values do.
+    /// - Parameter key: The key to append to.
     func appendKey(to key: inout Key)
 }
 
@@ -326,6 +328,7 @@ public enum KeyElement: Sendable, Equatable, CustomStringConvertible {
     ///
     /// - Parameter bytes: An encoded key.
     /// - Returns: Its elements, in order.
+    /// - Throws: `StrataError.corruption` for bytes that are not a valid encoding.
     public static func decode(_ bytes: [UInt8]) throws -> [KeyElement] {
         let context = CorruptionContext(path: "key", offset: 0, structure: "key encoding")
         return try bytes.withUnsafeBytes { raw in

@@ -13,10 +13,19 @@ public struct TreeHandle {
 /// Reading operations shared by `Snapshot` and `WriteTransaction`.
 public protocol TreeReading {
     /// The named tree; plumbing for the operations below.
+    ///
+    /// - Parameters:
+    ///   - name: The tree's name.
+    ///   - forIteration: Whether the handle will walk many entries.
+    /// - Returns: The handle.
+    /// - Throws: `StrataError.treeNotFound`.
     func treeHandle(_ name: String, forIteration: Bool) throws -> TreeHandle
     /// The names of all trees, sorted.
     var treeNames: [String] { get }
     /// Whether a tree with this name exists.
+    ///
+    /// - Parameter name: The tree's name.
+    /// - Returns: True when the tree exists.
     func hasTree(_ name: String) -> Bool
 }
 

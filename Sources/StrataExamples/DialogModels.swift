@@ -28,6 +28,16 @@ public struct MessagePlainObject: Plain {
     public var uniqueId: UniqueID { UniqueID(id) }
 
     /// A message.
+    ///
+    /// - Parameters:
+    ///   - id: The message's id.
+    ///   - date: When it was sent.
+    ///   - text: Its text.
+    ///   - senderId: Who sent it.
+    ///   - receiverId: Who it was sent to.
+    ///   - type: Its kind (text, picture, …), as the app numbers them.
+    ///   - isIncoming: Whether this user received it.
+    ///   - isRead: Whether it has been read.
     public init(id: Int, date: Date, text: String, senderId: Int, receiverId: Int, type: Int, isIncoming: Bool, isRead: Bool) {
         (self.id, self.date, self.text, self.senderId, self.receiverId, self.type, self.isIncoming, self.isRead) =
             (id, date, text, senderId, receiverId, type, isIncoming, isRead)
@@ -46,6 +56,11 @@ public struct DialogPlainObject: Plain {
     public var uniqueId: UniqueID { UniqueID(id) }
 
     /// A dialog.
+    ///
+    /// - Parameters:
+    ///   - id: The dialog's id.
+    ///   - isPinned: Whether it is pinned to the top of the list.
+    ///   - messages: Its messages.
     public init(id: Int, isPinned: Bool, messages: [MessagePlainObject]) {
         (self.id, self.isPinned, self.messages) = (id, isPinned, messages)
     }
@@ -94,15 +109,29 @@ public struct MessagesTranslator: Translator {
     public var dialogId: Int64
 
     /// A translator writing messages of `dialogId`.
+    ///
+    /// - Parameter dialogId: The dialog the messages belong to.
     public init(dialogId: Int64 = 0) { self.dialogId = dialogId }
 
     /// The plain message of a stored one.
+    ///
+    /// - Parameters:
+    ///   - m: The stored message.
+    ///   - context: The read transaction.
+    /// - Returns: The plain message.
+    /// - Throws: Nothing; declared by `Translator`.
     public func translate(model m: MessageModel, context: any StorageReader) throws -> MessagePlainObject {
         MessagePlainObject(id: Int(m.id), date: m.date, text: m.text, senderId: Int(m.senderId), receiverId: Int(m.receiverId), type: m.type,
                            isIncoming: m.isIncoming, isRead: m.isRead)
     }
 
     /// The stored message of a plain one, in this translator's dialog.
+    ///
+    /// - Parameters:
+    ///   - p: The plain message.
+    ///   - context: The write transaction.
+    /// - Returns: The model to store.
+    /// - Throws: Nothing; declared by `Translator`.
     public func translate(plain p: MessagePlainObject, context: any StorageWriter) throws -> MessageModel {
         MessageModel(id: Int64(p.id), dialogId: dialogId, date: p.date, text: p.text, senderId: Int64(p.senderId), receiverId: Int64(p.receiverId),
                      type: p.type, isIncoming: p.isIncoming, isRead: p.isRead)
@@ -117,12 +146,20 @@ public struct DialogTranslator: Translator {
     public var cascade: Bool
 
     /// A translator that cascades erases unless told not to.
+    ///
+    /// - Parameter cascade: Whether erasing a dialog erases its messages.
     public init(cascade: Bool = true) { self.cascade = cascade }
 
     /// A dialog's plain object holds its messages: a live query re-runs when they change.
     public var relatedCollections: Set<String>? { [MessageModel.collectionName] }
 
     /// The plain dialog, with its messages read in the same transaction.
+    ///
+    /// - Parameters:
+    ///   - m: The stored dialog.
+    ///   - context: The read transaction, in which its messages are read.
+    /// - Returns: The plain dialog.
+    /// - Throws: The storage's errors.
     public func translate(model m: DialogModel, context: any StorageReader) throws -> DialogPlainObject {
         let stored = try context.read(MessageModel.self, primaryKeys: m.messageIds)
         guard stored.count == m.messageIds.count else {
@@ -134,6 +171,12 @@ public struct DialogTranslator: Translator {
     }
 
     /// The stored dialog; its messages are persisted in the same transaction.
+    ///
+    /// - Parameters:
+    ///   - p: The plain dialog.
+    ///   - context: The write transaction, in which its messages are persisted.
+    /// - Returns: The model to store.
+    /// - Throws: The storage's errors.
     public func translate(plain p: DialogPlainObject, context: any StorageWriter) throws -> DialogModel {
         let models = try MessagesTranslator(dialogId: Int64(p.id)).translate(plains: p.messages, context: context)
         try context.persist(models)
@@ -141,6 +184,12 @@ public struct DialogTranslator: Translator {
     }
 
     /// Updates a stored dialog, replacing its messages.
+    ///
+    /// - Parameters:
+    ///   - p: The plain dialog.
+    ///   - model: The stored dialog, updated.
+    ///   - context: The write transaction.
+    /// - Throws: The storage's errors.
     public func translate(from p: DialogPlainObject, to model: inout DialogModel, context: any StorageWriter) throws {
         let kept = Set(p.messages.map { Int64($0.id) })
         if cascade {
@@ -150,6 +199,11 @@ public struct DialogTranslator: Translator {
     }
 
     /// Erases the dialog's messages when `cascade` is set.
+    ///
+    /// - Parameters:
+    ///   - model: The dialog being erased.
+    ///   - context: The write transaction.
+    /// - Throws: The storage's errors.
     public func eraseRelated(of model: DialogModel, context: any StorageWriter) throws {
         guard cascade else { return }
         _ = try context.erase(MessageModel.self, primaryKeys: model.messageIds)

@@ -7,6 +7,15 @@ import SwiftSyntaxMacros
 /// Strata needs of it — the field list (`storedFields`), the record coding (`RecordCodable`)
 /// and a `Codable` conformance that stores the same bytes.
 public struct StoredModelMacro: ExtensionMacro {
+    /// The extension declaring the conformances and members.
+    /// - Parameters:
+    ///   - node: The `@StoredModel` attribute.
+    ///   - declaration: The struct it is attached to.
+    ///   - type: The struct's type.
+    ///   - protocols: The protocols the compiler asks the extension to conform to.
+    ///   - context: The expansion's context, for diagnostics.
+    /// - Returns: The extension, or none when the declaration is refused (with a diagnostic).
+    /// - Throws: Never; problems are reported as diagnostics.
     public static func expansion(
         of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax, providingExtensionsOf type: some TypeSyntaxProtocol,
         conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext
@@ -81,6 +90,12 @@ public struct StoredModelMacro: ExtensionMacro {
 
 /// `@Field(name:originalName:)`: read by `@StoredModel`; expands to nothing itself.
 public struct FieldMacro: PeerMacro {
+    /// Nothing: `@Field` only annotates a property for `@StoredModel`.
+    /// - Parameters:
+    ///   - node: The `@Field` attribute.
+    ///   - declaration: The property it is attached to.
+    ///   - context: The expansion's context.
+    /// - Returns: No declarations.
     public static func expansion(of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol,
                                  in context: some MacroExpansionContext) throws -> [DeclSyntax] { [] }
 }

@@ -44,6 +44,12 @@ public final class PostgresStorage: SQLStorage, @unchecked Sendable {
     }
 
     /// Connects with a postgres-nio configuration (TLS and timeouts are set there).
+    ///
+    /// - Parameters:
+    ///   - configuration: The server, credentials, TLS and timeouts.
+    ///   - schema: The PostgreSQL schema the tables live in (created when missing).
+    ///   - maxConnections: The most connections the storage opens at once.
+    /// - Throws: `PSQLError` when the server cannot be reached or the tables cannot be created.
     public init(configuration: PostgresConnection.Configuration, schema: String = "public", maxConnections: Int = 8) throws {
         self.schema = schema
         let pool = PostgresPool(configuration: configuration, schema: schema, maxConnections: max(1, maxConnections))

@@ -57,11 +57,19 @@ extension ActiveRecord {
     public var hasChanges: Bool { !changedFields.isEmpty }
 
     /// The rules this record breaks, checked against `context` (uniqueness reads it).
+    ///
+    /// - Parameter context: The database or transaction; the default database when nil.
+    /// - Returns: The failures, in the order the rules are declared.
+    /// - Throws: `RecordDatabaseError.noDefaultDatabase` without a context; the storage's errors.
     public func errors(on context: (any RecordContext)? = nil) throws -> [ValidationError] {
         try Self.context(context).read { reader in try validationErrors(reader) }
     }
 
     /// Whether the record breaks no rule (`errors(on:)` is empty).
+    ///
+    /// - Parameter context: The database or transaction; the default database when nil.
+    /// - Returns: True when every rule holds.
+    /// - Throws: As `errors(on:)`.
     public func isValid(on context: (any RecordContext)? = nil) throws -> Bool { try errors(on: context).isEmpty }
 
     func validationErrors(_ reader: any StorageReader) throws -> [ValidationError] {
@@ -74,6 +82,11 @@ extension ActiveRecord {
     /// stores nothing and throws `RecordInvalid`. An update writes only `changedFields`, on
     /// top of the row as it is now, so two copies of a record that change different fields
     /// both keep their change; with no changes it writes nothing.
+    ///
+    /// - Parameter context: The database or transaction; the default database when nil.
+    /// - Throws: `RecordInvalid` when a validation fails (nothing is stored);
+    ///   `RecordDatabaseError.schemaNotAutoIncrementing`, `.noDefaultDatabase`; what the storage
+    ///   throws.
     public mutating func save(on context: (any RecordContext)? = nil) throws {
         guard Self.schema.isAutoIncrementing else { throw RecordDatabaseError.schemaNotAutoIncrementing(model: Self.modelName) }
         let changes = changedFields
@@ -119,6 +132,9 @@ extension ActiveRecord {
     }
 
     /// `save()` for a record that must already be saved.
+    ///
+    /// - Parameter context: The database or transaction; the default database when nil.
+    /// - Throws: `RecordDatabaseError.notSaved` for a new record; as `save(on:)`.
     public mutating func update(on context: (any RecordContext)? = nil) throws {
         guard !isNew else { throw RecordDatabaseError.notSaved(model: Self.modelName) }
         try save(on: context)
@@ -127,6 +143,11 @@ extension ActiveRecord {
     /// Deletes the record (the article's `dropRecord`) and, in the same transaction, applies
     /// its type's dependency rules (`HasDependents`: destroy, nullify, restrict). Returns false
     /// when it was already gone.
+    ///
+    /// - Parameter context: The database or transaction; the default database when nil.
+    /// - Returns: True when the record was stored.
+    /// - Throws: `RecordDatabaseError.notSaved` for a new record; `RecordDeleteRestricted` when a
+    ///   `restrict` rule finds children (nothing is deleted); the storage's errors.
     @discardableResult
     public func delete(on context: (any RecordContext)? = nil) throws -> Bool {
         guard !isNew else { throw RecordDatabaseError.notSaved(model: Self.modelName) }
@@ -145,21 +166,39 @@ extension ActiveRecord {
     }
 
     /// The record with this id, or nil.
+    ///
+    /// - Parameters:
+    ///   - id: The record's id.
+    ///   - context: The database or transaction; the default database when nil.
+    /// - Returns: The record, or nil.
+    /// - Throws: `RecordDatabaseError.noDefaultDatabase` without a context; the storage's errors.
     public static func find(_ id: Int64, on context: (any RecordContext)? = nil) throws -> Self? {
         try Self.context(context).read { try $0.read(Self.self, primaryKey: id) }?.loaded()
     }
 
     /// Every record, in id order.
+    ///
+    /// - Parameter context: The database or transaction; the default database when nil.
+    /// - Returns: The records.
+    /// - Throws: `RecordDatabaseError.noDefaultDatabase` without a context; the storage's errors.
     public static func all(on context: (any RecordContext)? = nil) throws -> [Self] {
         try Self.context(context).read { try $0.readAll(Self.self) }.map { try $0.loaded() }
     }
 
     /// How many records of the type are stored.
+    ///
+    /// - Parameter context: The database or transaction; the default database when nil.
+    /// - Returns: The number of records.
+    /// - Throws: `RecordDatabaseError.noDefaultDatabase` without a context; the storage's errors.
     public static func count(on context: (any RecordContext)? = nil) throws -> Int {
         try Self.context(context).read { try $0.count(Query<Self>()) }
     }
 
     /// Deletes every record; with dependency rules (`HasDependents`), each record's apply.
+    ///
+    /// - Parameter context: The database or transaction; the default database when nil.
+    /// - Throws: `RecordDeleteRestricted` when a `restrict` rule finds children (nothing is
+    ///   deleted); the storage's errors.
     public static func deleteAll(on context: (any RecordContext)? = nil) throws {
         try Self.context(context).write { writer in
             guard Self.self is any HasDependents.Type else { return try writer.eraseAll(Self.self) }
@@ -175,6 +214,8 @@ extension ActiveRecord {
     /// - Throws: `RecordInvalid` when a validation fails (nothing is stored);
     ///   `RecordDatabaseError` when there is no database or the schema does not
     ///   auto-increment; what the storage throws.
+    /// - Parameter context: The database or transaction; the default database when nil.
+    /// - Returns: The record as saved.
     public func saved(on context: (any RecordContext)? = nil) throws -> Self {
         var copy = self
         try copy.save(on: context)
@@ -184,6 +225,9 @@ extension ActiveRecord {
     // MARK: async
 
     /// `save(on:)`, off the caller's thread.
+    ///
+    /// - Parameter context: The database or transaction; the default database when nil.
+    /// - Throws: As the synchronous `save(on:)`.
     public mutating func save(on context: (any RecordContext)? = nil) async throws {
         self = try await saved(on: context)
     }
@@ -202,17 +246,29 @@ extension ActiveRecord {
     /// }
     /// ```
     /// - Throws: as `saved(on:)`.
+    /// - Parameter context: The database or transaction; the default database when nil.
+    /// - Returns: The record as saved.
     public func saved(on context: (any RecordContext)? = nil) async throws -> Self {
         let record = self
         return try await offload { try record.saved(on: context) }
     }
 
     /// `find(_:on:)`, off the caller's thread.
+    ///
+    /// - Parameters:
+    ///   - id: The record's id.
+    ///   - context: The database or transaction; the default database when nil.
+    /// - Returns: The record, or nil.
+    /// - Throws: As the synchronous `find(_:on:)`.
     public static func find(_ id: Int64, on context: (any RecordContext)? = nil) async throws -> Self? {
         try await offload { try find(id, on: context) }
     }
 
     /// `all(on:)`, off the caller's thread.
+    ///
+    /// - Parameter context: The database or transaction; the default database when nil.
+    /// - Returns: The records.
+    /// - Throws: As the synchronous `all(on:)`.
     public static func all(on context: (any RecordContext)? = nil) async throws -> [Self] {
         try await offload { try all(on: context) }
     }

@@ -21,11 +21,22 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
     init(context: (any RecordContext)?) { self.context = context }
 
     /// Adds a condition (conditions are AND-ed); indexed ones are answered from the index.
+    ///
+    /// - Parameter filter: The condition, e.g. `\.age >= 18`.
+    /// - Returns: A new fetcher; this one is unchanged.
     public func `where`(_ filter: Filter<M>) -> Fetcher { with { $0.query = $0.query.filter(filter) } }
     /// Adds a Foundation predicate.
+    ///
+    /// - Parameter predicate: The `#Predicate` to add.
+    /// - Returns: A new fetcher.
     public func `where`(_ predicate: Predicate<M>) -> Fetcher { with { $0.query = $0.query.filter(predicate) } }
 
     /// Orders by a field; later calls break ties.
+    ///
+    /// - Parameters:
+    ///   - keyPath: The field to order by.
+    ///   - ascending: Smallest first (`true`, the default) or largest first.
+    /// - Returns: A new fetcher.
     public func order<V: Comparable>(by keyPath: KeyPath<M, V> & Sendable, ascending: Bool = true) -> Fetcher {
         with { $0.query = $0.query.sorted(by: keyPath, ascending: ascending) }
     }
@@ -33,11 +44,17 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
     /// Decodes only these fields (and `id`, `createdAt`, `updatedAt`, and what the conditions
     /// and order read); the others read as zero or nil without being decoded. Saving such a
     /// record is safe: untouched fields are not changed fields, so the stored ones stay.
+    ///
+    /// - Parameter fields: The properties to decode.
+    /// - Returns: A new fetcher.
     public func only(_ fields: PartialKeyPath<M>...) -> Fetcher {
         with { $0.query = $0.query.only(Self.names(fields).union(Self.recordFields)) }
     }
 
     /// Decodes every field except these (see `only`).
+    ///
+    /// - Parameter fields: The properties to leave undecoded.
+    /// - Returns: A new fetcher.
     public func except(_ fields: PartialKeyPath<M>...) -> Fetcher {
         with { $0.query = $0.query.except(Self.names(fields).subtracting(Self.recordFields)) }
     }
@@ -48,15 +65,24 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
     private static func names(_ keyPaths: [PartialKeyPath<M>]) -> Set<String> { Set(keyPaths.map { M.schema.description.name(of: $0) }) }
 
     /// Results in random order (applied before `limit` and `offset`).
+    ///
+    /// - Returns: A new fetcher.
     public func randomOrder() -> Fetcher { with { $0.shuffled = true } }
     /// At most `count` records.
+    ///
+    /// - Parameter count: The most records to return.
+    /// - Returns: A new fetcher.
     public func limit(_ count: Int) -> Fetcher { with { $0.query = $0.query.limit(count) } }
     /// Skips the first `count` records.
+    ///
+    /// - Parameter count: How many records to skip.
+    /// - Returns: A new fetcher.
     public func offset(_ count: Int) -> Fetcher { with { $0.query = $0.query.offset(count) } }
 
     /// Runs the query.
     /// - Throws: `RecordDatabaseError.noDefaultDatabase` without a context; the storage's
     ///   errors.
+    /// - Returns: The matching records.
     public func fetch() throws -> [M] {
         try RecordDatabase.context(context).read { try results(from: $0) }
     }
@@ -79,6 +105,7 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
     /// ```
     /// - Throws: `RecordDatabaseError.observationNeedsDatabase` inside a transaction (a
     ///   transaction has no later commits to observe); `.noDefaultDatabase`.
+    /// - Returns: The sequence of result arrays.
     public func observe() throws -> AsyncThrowingStream<[M], Error> {
         guard let database = try RecordDatabase.context(context) as? RecordDatabase else {
             throw RecordDatabaseError.observationNeedsDatabase
@@ -89,9 +116,13 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
 
     /// The first record the query returns, or nil.
     /// - Throws: as `fetch()`.
+    /// - Returns: The first match, or nil.
     public func first() throws -> M? { try limit(1).fetch().first }
 
     /// `fetch()` off the cooperative thread pool.
+    ///
+    /// - Returns: The matching records.
+    /// - Throws: As the synchronous `fetch()`.
     public func fetch() async throws -> [M] {
         let fetcher = self
         return try await offload { try fetcher.fetch() }
@@ -99,9 +130,13 @@ public struct Fetcher<M: ActiveRecord>: @unchecked Sendable {
 
     /// How many records match (answered from an index where the plan allows).
     /// - Throws: as `fetch()`.
+    /// - Returns: The number of matches.
     public func count() throws -> Int { try RecordDatabase.context(context).read { try $0.count(query) } }
 
     /// How the query will run: which tree and range, and what is checked per record.
+    ///
+    /// - Returns: The plan, with the alternatives considered and their estimated rows.
+    /// - Throws: `RecordDatabaseError.noDefaultDatabase` without a context; the storage's errors.
     public func explain() throws -> QueryPlan { try RecordDatabase.context(context).read { try $0.explain(query) } }
 
     private func with(_ change: (inout Fetcher) -> Void) -> Fetcher {
@@ -118,5 +153,8 @@ extension Query {
 
 extension ActiveRecord {
     /// A lazy fetcher over this type's records.
+    ///
+    /// - Parameter context: The database or transaction to read; the default database when nil.
+    /// - Returns: A fetcher of every record, in id order, until narrowed.
     public static func query(on context: (any RecordContext)? = nil) -> Fetcher<Self> { Fetcher(context: context) }
 }

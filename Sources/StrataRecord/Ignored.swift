@@ -12,6 +12,8 @@ public struct Ignored<Value: EmptyInitializable>: Codable {
     /// The value, held in memory only.
     public var wrappedValue: Value
     /// Wraps `wrappedValue`.
+    ///
+    /// - Parameter wrappedValue: The initial value.
     public init(wrappedValue: Value) { self.wrappedValue = wrappedValue }
     // Reached only when an `Ignored` value is coded outside a keyed container (a top-level
     // value or an array element); keyed containers use the overloads below and skip it.
@@ -39,11 +41,22 @@ extension Optional: EmptyInitializable { public init() { self = .none } }
 // type; these overloads are more specific than the generic ones, so the field is skipped.
 extension KeyedEncodingContainer {
     /// Writes nothing: ignored fields are never stored.
+    ///
+    /// - Parameters:
+    ///   - value: The ignored value.
+    ///   - key: The property's key.
+    /// - Throws: Nothing.
     public mutating func encode<V>(_ value: Ignored<V>, forKey key: Key) throws {}
 }
 
 extension KeyedDecodingContainer {
     /// The declared initial value: ignored fields are never stored.
+    ///
+    /// - Parameters:
+    ///   - type: The wrapper's type.
+    ///   - key: The property's key.
+    /// - Returns: The wrapper holding `V()`.
+    /// - Throws: Nothing.
     public func decode<V>(_ type: Ignored<V>.Type, forKey key: Key) throws -> Ignored<V> {
         Ignored(wrappedValue: V())
     }

@@ -13,23 +13,47 @@ import Strata
 /// is every `O` (for right and full joins) or the ones the left side names.
 extension Fetcher {
     /// Inner join: records whose key names an existing `O`, paired with it.
+    ///
+    /// - Parameters:
+    ///   - other: The joined type.
+    ///   - key: This type's foreign key.
+    /// - Returns: The pairs, in this query's order.
+    /// - Throws: As `fetch()`.
     public func join<O: ActiveRecord>(_ other: O.Type, on key: KeyPath<M, Int64?>) throws -> [(M, O)] {
         let (left, named) = try leftAndNamed(O.self, key)
         return left.compactMap { record in record[keyPath: key].flatMap { named[$0] }.map { (record, $0) } }
     }
 
     /// Left outer join: every record, with the `O` its key names or nil.
+    ///
+    /// - Parameters:
+    ///   - other: The joined type.
+    ///   - key: This type's foreign key.
+    /// - Returns: The pairs, in this query's order.
+    /// - Throws: As `fetch()`.
     public func leftJoin<O: ActiveRecord>(_ other: O.Type, on key: KeyPath<M, Int64?>) throws -> [(M, O?)] {
         let (left, named) = try leftAndNamed(O.self, key)
         return left.map { record in (record, record[keyPath: key].flatMap { named[$0] }) }
     }
 
     /// Right outer join: every `O` (in id order), with each record naming it, or nil when none does.
+    ///
+    /// - Parameters:
+    ///   - other: The joined type.
+    ///   - key: This type's foreign key.
+    /// - Returns: The pairs.
+    /// - Throws: As `fetch()`.
     public func rightJoin<O: ActiveRecord>(_ other: O.Type, on key: KeyPath<M, Int64?>) throws -> [(M?, O)] {
         try rightJoin(try fetch(), O.self, key)
     }
 
     /// Full outer join: the right join, then the records naming no existing `O`.
+    ///
+    /// - Parameters:
+    ///   - other: The joined type.
+    ///   - key: This type's foreign key.
+    /// - Returns: The pairs.
+    /// - Throws: As `fetch()`.
     public func fullJoin<O: ActiveRecord>(_ other: O.Type, on key: KeyPath<M, Int64?>) throws -> [(M?, O?)] {
         let left = try fetch()
         let right = try rightJoin(left, O.self, key)

@@ -26,12 +26,21 @@ public struct RecordMigrator: Sendable {
     public init() {}
 
     /// Adds a migration after those registered before it. Names must be unique.
+    ///
+    /// - Parameters:
+    ///   - name: The migration's name, recorded in the file once it has run.
+    ///   - migration: The changes, made in the migration's own transaction.
     public mutating func register(_ name: String, _ migration: @escaping @Sendable (any StorageWriter) throws -> Void) {
         precondition(!migrations.contains { $0.name == name }, "migration '\(name)' is registered twice")
         migrations.append((name, migration))
     }
 
     /// Runs, in order, the migrations `database` has not applied yet; returns their names.
+    ///
+    /// - Parameter database: The database to bring up to date.
+    /// - Returns: The names of the migrations run now, in order.
+    /// - Throws: What a migration throws; it and those after it are not recorded (each runs in
+    ///   its own transaction, so those before it stay applied).
     @discardableResult
     public func migrate(_ database: RecordDatabase) throws -> [String] {
         let applied = Set(try appliedMigrations(in: database))
@@ -47,6 +56,10 @@ public struct RecordMigrator: Sendable {
     }
 
     /// The names of the migrations `database` has applied, in the order they ran.
+    ///
+    /// - Parameter database: The database.
+    /// - Returns: The names.
+    /// - Throws: The storage's errors.
     public func appliedMigrations(in database: RecordDatabase) throws -> [String] {
         try database.read { try $0.readAll(AppliedMigration.self) }.sorted { $0.position < $1.position }.map(\.name)
     }
@@ -66,6 +79,10 @@ extension RecordDatabase {
     /// Reads every record of each type, so a model that no longer matches what the file
     /// holds fails now, naming the collection and field, rather than at some later read. Run
     /// it after migrating; skip it (it reads the whole file) when startup time matters more.
+    ///
+    /// - Parameter types: The record types to check.
+    /// - Throws: `RecordError` naming the collection and field of the first record that does not
+    ///   decode.
     public func checkRecords(_ types: [any ActiveRecord.Type]) throws {
         for type in types { try check(type) }
     }

@@ -6,8 +6,16 @@ import Synchronization
 /// operation takes one (`save(on:)`), defaulting to `RecordDatabase.default`.
 public protocol RecordContext: Sendable {
     /// Runs `body` in a write transaction (the context's own, when it is one).
+    ///
+    /// - Parameter body: Writes through the writer it is given.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` or the storage throws; nothing is committed then.
     @discardableResult
     func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R
+    /// Runs `body` on a consistent view (a transaction's own, with its writes).
+    /// - Parameter body: Reads through the reader it is given.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` or the storage throws.
     func read<R>(_ body: (any StorageReader) throws -> R) throws -> R
 }
 
@@ -29,11 +37,18 @@ public final class RecordDatabase: RecordContext {
     private let transactionThread = Mutex<pthread_t?>(nil)
 
     /// Records in the Strata file at `path` (created when missing).
+    ///
+    /// - Parameters:
+    ///   - path: The file's path.
+    ///   - options: The storage's options.
+    /// - Throws: `StrataError` when the file cannot be opened (locked, damaged, not a Strata file).
     public init(path: String, options: StrataStorage.Options = StrataStorage.Options()) throws {
         storage = try StrataStorage(path: path, options: options)
     }
 
     /// Records in `storage`.
+    ///
+    /// - Parameter storage: Any backend.
     public init(storage: any Storage) { self.storage = storage }
 
     /// Closes the storage.
@@ -59,6 +74,8 @@ public final class RecordDatabase: RecordContext {
     /// throws.
     /// - Throws: `RecordDatabaseError.nestedTransaction` inside another; what `body` or the
     ///   storage throws.
+    /// - Parameter body: Writes through the writer it is given.
+    /// - Returns: What `body` returns.
     @discardableResult
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
         try checkNotInTransaction()
@@ -67,6 +84,8 @@ public final class RecordDatabase: RecordContext {
 
     /// Runs `body` on a consistent snapshot.
     /// - Throws: what `body` or the storage throws.
+    /// - Parameter body: Reads through the reader it is given.
+    /// - Returns: What `body` returns.
     public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R { try storage.read(body) }
 
     /// Runs `body` in one transaction: it commits when `body` returns, and rolls back —
@@ -80,6 +99,11 @@ public final class RecordDatabase: RecordContext {
     ///     if project.name.isEmpty { tx.rollback() }
     /// }
     /// ```
+    ///
+    /// - Parameter body: Saves and deletes records `on:` the transaction it is given.
+    /// - Returns: What `body` returns.
+    /// - Throws: `RecordDatabaseError.nestedTransaction` inside another; what `body` or the
+    ///   storage throws (nothing is committed then).
     @discardableResult
     public func transaction<R>(_ body: (RecordTransaction) throws -> R) throws -> R {
         try checkNotInTransaction()
@@ -126,6 +150,8 @@ public final class RecordTransaction: RecordContext {
     /// Runs `body` in this transaction.
     /// - Throws: `RecordDatabaseError.transactionEnded` after the block returned; what
     ///   `body` throws.
+    /// - Parameter body: Writes through the transaction's writer.
+    /// - Returns: What `body` returns.
     @discardableResult
     public func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
         guard let box = writer.withLock({ $0 }) else { throw RecordDatabaseError.transactionEnded }
@@ -133,6 +159,11 @@ public final class RecordTransaction: RecordContext {
     }
 
     /// Runs `body` on this transaction's view (its own writes included).
+    ///
+    /// - Parameter body: Reads through the transaction's writer.
+    /// - Returns: What `body` returns.
+    /// - Throws: `RecordDatabaseError.transactionEnded` after the block returned; what `body`
+    ///   throws.
     public func read<R>(_ body: (any StorageReader) throws -> R) throws -> R {
         guard let box = writer.withLock({ $0 }) else { throw RecordDatabaseError.transactionEnded }
         return try body(box.writer)

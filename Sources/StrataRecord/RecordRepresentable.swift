@@ -15,6 +15,9 @@ public protocol RecordRepresentable: Codable {
     var storedValue: StoredValue { get }
     /// Restores the value; throw when `storedValue` cannot be one (the read then fails
     /// with that error, naming the field).
+    ///
+    /// - Parameter storedValue: The value read from the file.
+    /// - Throws: An error saying why the value is not valid.
     init(storedValue: StoredValue) throws
 }
 

@@ -16,11 +16,22 @@ public struct RecordState: Sendable, Equatable, Codable {
 
 extension KeyedEncodingContainer {
     /// Writes nothing: the state is never stored.
+    ///
+    /// - Parameters:
+    ///   - value: The state.
+    ///   - key: The property's key.
+    /// - Throws: Nothing.
     public mutating func encode(_ value: RecordState, forKey key: Key) throws {}
 }
 
 extension KeyedDecodingContainer {
     /// A fresh state: the state is never stored.
+    ///
+    /// - Parameters:
+    ///   - type: `RecordState.self`.
+    ///   - key: The property's key.
+    /// - Returns: A new state.
+    /// - Throws: Nothing.
     public func decode(_ type: RecordState.Type, forKey key: Key) throws -> RecordState { RecordState() }
 }
 

@@ -22,12 +22,26 @@ extension ActiveRecord {
     // MARK: belongsTo
 
     /// The parent this record's `key` names, or nil.
+    ///
+    /// - Parameters:
+    ///   - type: The parent's type.
+    ///   - key: This record's foreign key.
+    ///   - context: The database or transaction to read; the default database when nil.
+    /// - Returns: The parent, or nil when the key is nil or names no record.
+    /// - Throws: `RecordDatabaseError.noDefaultDatabase` without a context; the storage's errors.
     public func parent<P: ActiveRecord>(_ type: P.Type, _ key: KeyPath<Self, Int64?>, on context: (any RecordContext)? = nil) throws -> P? {
         guard let parentID = self[keyPath: key] else { return nil }
         return try P.find(parentID, on: context)
     }
 
     /// Points `key` at `parent` and saves this record.
+    ///
+    /// - Parameters:
+    ///   - parent: The new parent, or nil to detach this record.
+    ///   - key: This record's foreign key.
+    ///   - context: The database or transaction to write; the default database when nil.
+    /// - Throws: `RecordDatabaseError.notSaved` when the parent was never saved; what saving
+    ///   throws (validation, the storage's errors).
     public mutating func setParent<P: ActiveRecord>(_ parent: P?, _ key: WritableKeyPath<Self, Int64?>, on context: (any RecordContext)? = nil) throws {
         try parent?.requireSaved()
         self[keyPath: key] = parent?.id
@@ -37,18 +51,40 @@ extension ActiveRecord {
     // MARK: hasMany
 
     /// The records of type `C` whose `key` names this record.
+    ///
+    /// - Parameters:
+    ///   - type: The children's type.
+    ///   - key: Their foreign key.
+    ///   - context: The database or transaction to read; the default database when nil.
+    /// - Returns: The children, in id order.
+    /// - Throws: `RecordDatabaseError.notSaved` when this record was never saved; the storage's
+    ///   errors.
     public func children<C: ActiveRecord>(_ type: C.Type, _ key: KeyPath<C, Int64?> & Sendable, on context: (any RecordContext)? = nil) throws -> [C] {
         try requireSaved()
         return try C.query(on: context).where(key == Optional(id)).fetch()
     }
 
     /// Makes `child` one of this record's children and saves it.
+    ///
+    /// - Parameters:
+    ///   - child: The record to attach; saved, with its new id when it was new.
+    ///   - key: Its foreign key.
+    ///   - context: The database or transaction to write; the default database when nil.
+    /// - Throws: `RecordDatabaseError.notSaved` when this record was never saved; what saving
+    ///   throws.
     public func add<C: ActiveRecord>(_ child: inout C, _ key: WritableKeyPath<C, Int64?>, on context: (any RecordContext)? = nil) throws {
         try requireSaved()
         try child.setParent(self, key, on: context)
     }
 
     /// Detaches `child` (its `key` becomes nil) and saves it.
+    ///
+    /// - Parameters:
+    ///   - child: The record to detach; saved.
+    ///   - key: Its foreign key.
+    ///   - context: The database or transaction to write; the default database when nil.
+    /// - Throws: `RecordDatabaseError.notSaved` when this record was never saved; what saving
+    ///   throws.
     public func remove<C: ActiveRecord>(_ child: inout C, _ key: WritableKeyPath<C, Int64?>, on context: (any RecordContext)? = nil) throws {
         try requireSaved()
         guard child[keyPath: key] == id else { return }
@@ -59,6 +95,16 @@ extension ActiveRecord {
 
     /// The records of type `R` linked to this one by join records of type `J`, whose `from`
     /// names this record and `to` names the other.
+    ///
+    /// - Parameters:
+    ///   - type: The related records' type.
+    ///   - join: The join records' type.
+    ///   - from: The join's key naming this record.
+    ///   - to: The join's key naming the related record.
+    ///   - context: The database or transaction to read; the default database when nil.
+    /// - Returns: The related records, in id order.
+    /// - Throws: `RecordDatabaseError.notSaved` when this record was never saved; the storage's
+    ///   errors.
     public func related<R: ActiveRecord, J: ActiveRecord>(
         _ type: R.Type, through join: J.Type, _ from: KeyPath<J, Int64?> & Sendable, _ to: KeyPath<J, Int64?>,
         on context: (any RecordContext)? = nil
@@ -70,6 +116,16 @@ extension ActiveRecord {
 
     /// Links `other` to this record with a new join record made by `makeJoin(thisID, otherID)`;
     /// does nothing when they are already linked.
+    ///
+    /// - Parameters:
+    ///   - other: The record to link; it must be saved.
+    ///   - join: The join records' type.
+    ///   - from: The join's key naming this record.
+    ///   - to: The join's key naming `other`.
+    ///   - context: The database or transaction to write; the default database when nil.
+    ///   - makeJoin: Makes the join record from the two ids.
+    /// - Throws: `RecordDatabaseError.notSaved` when either record was never saved; what saving
+    ///   the join throws.
     public func link<R: ActiveRecord, J: ActiveRecord>(
         _ other: R, through join: J.Type, _ from: KeyPath<J, Int64?> & Sendable, _ to: KeyPath<J, Int64?> & Sendable,
         on context: (any RecordContext)? = nil, makeJoin: (Int64, Int64) -> J
@@ -83,6 +139,15 @@ extension ActiveRecord {
     }
 
     /// Removes the join records linking `other` to this record.
+    ///
+    /// - Parameters:
+    ///   - other: The linked record.
+    ///   - join: The join records' type.
+    ///   - from: The join's key naming this record.
+    ///   - to: The join's key naming `other`.
+    ///   - context: The database or transaction to write; the default database when nil.
+    /// - Throws: `RecordDatabaseError.notSaved` when either record was never saved; the storage's
+    ///   errors.
     public func unlink<R: ActiveRecord, J: ActiveRecord>(
         _ other: R, through join: J.Type, _ from: KeyPath<J, Int64?> & Sendable, _ to: KeyPath<J, Int64?> & Sendable,
         on context: (any RecordContext)? = nil
@@ -104,6 +169,11 @@ public struct Dependent<Parent: ActiveRecord>: Sendable {
     let apply: @Sendable (_ parentID: Int64, _ writer: any StorageWriter) throws -> Void
 
     /// Deletes the children too (their own dependents apply in turn).
+    ///
+    /// - Parameters:
+    ///   - child: The children's type.
+    ///   - key: Their foreign key.
+    /// - Returns: The rule, for `dependents`.
     public static func destroy<C: ActiveRecord>(_ child: C.Type, _ key: KeyPath<C, Int64?> & Sendable) -> Dependent {
         Dependent { parentID, writer in
             for record in try writer.read(C.filter(key == Optional(parentID))) { try C.deleteCascading(record.id, writer) }
@@ -111,6 +181,11 @@ public struct Dependent<Parent: ActiveRecord>: Sendable {
     }
 
     /// Sets the children's foreign key to nil.
+    ///
+    /// - Parameters:
+    ///   - child: The children's type.
+    ///   - key: Their foreign key.
+    /// - Returns: The rule, for `dependents`.
     public static func nullify<C: ActiveRecord>(_ child: C.Type, _ key: WritableKeyPath<C, Int64?> & Sendable) -> Dependent {
         Dependent { parentID, writer in
             for var record in try writer.read(C.filter(key == Optional(parentID))) {
@@ -122,6 +197,11 @@ public struct Dependent<Parent: ActiveRecord>: Sendable {
     }
 
     /// Refuses the delete while children exist (`RecordDeleteRestricted`).
+    ///
+    /// - Parameters:
+    ///   - child: The children's type.
+    ///   - key: Their foreign key.
+    /// - Returns: The rule, for `dependents`.
     public static func restrict<C: ActiveRecord>(_ child: C.Type, _ key: KeyPath<C, Int64?> & Sendable) -> Dependent {
         Dependent { parentID, writer in
             let count = try writer.count(C.filter(key == Optional(parentID)))
@@ -144,6 +224,12 @@ public struct RecordDeleteRestricted: Error, Sendable, Equatable, CustomStringCo
     public var count: Int
 
     /// A refusal to delete `model` `id` while `count` `dependent` records refer to it.
+    ///
+    /// - Parameters:
+    ///   - model: The parent's collection.
+    ///   - id: The parent's id.
+    ///   - dependent: The children's collection.
+    ///   - count: How many children refer to it.
     public init(model: String, id: Int64, dependent: String, count: Int) {
         (self.model, self.id, self.dependent, self.count) = (model, id, dependent, count)
     }

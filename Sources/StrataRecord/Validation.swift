@@ -16,6 +16,8 @@ public struct ValidationError: Error, Sendable, Hashable, DescribedError {
         /// The name.
         public var rawValue: String
         /// A rule named `rawValue`.
+        ///
+        /// - Parameter rawValue: The rule's name, as errors and messages show it.
         public init(rawValue: String) { self.rawValue = rawValue }
         /// A rule named by a literal.
         public init(stringLiteral value: String) { rawValue = value }
@@ -35,6 +37,11 @@ public struct ValidationError: Error, Sendable, Hashable, DescribedError {
     }
 
     /// A failure of `key` on `model.field`.
+    ///
+    /// - Parameters:
+    ///   - model: The model's name.
+    ///   - field: The field's name.
+    ///   - key: The rule that failed.
     public init(model: String, field: String, key: Key) {
         (self.model, self.field, self.key) = (model, field, key)
     }
@@ -60,6 +67,9 @@ public struct RecordInvalid: Error, Sendable, CustomStringConvertible {
 /// ```
 public protocol RecordValidator<Value>: Sendable {
     associatedtype Value
+    /// Checks one field's value.
+    /// - Parameter value: The field's value.
+    /// - Returns: The rules it breaks; empty when it is valid.
     func validate(_ value: Value) -> [ValidationError.Key]
 }
 
@@ -76,6 +86,9 @@ public struct Validation<M: ActiveRecord>: @unchecked Sendable {
     let check: (M, any StorageReader) throws -> [ValidationError.Key]
 
     /// The string is not empty or only whitespace.
+    ///
+    /// - Parameter keyPath: The string field.
+    /// - Returns: The rule; it fails with `.blank`.
     public static func presence(_ keyPath: KeyPath<M, String>) -> Validation {
         Validation(field: name(keyPath)) { record, _ in
             record[keyPath: keyPath].trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ? [.blank] : []
@@ -83,11 +96,19 @@ public struct Validation<M: ActiveRecord>: @unchecked Sendable {
     }
 
     /// The optional is not nil.
+    ///
+    /// - Parameter keyPath: The optional field.
+    /// - Returns: The rule; it fails with `.blank`.
     public static func presence<V>(_ keyPath: KeyPath<M, V?>) -> Validation {
         Validation(field: name(keyPath)) { record, _ in record[keyPath: keyPath] == nil ? [.blank] : [] }
     }
 
     /// The string's length (in characters) is within `range`.
+    ///
+    /// - Parameters:
+    ///   - keyPath: The string field.
+    ///   - range: The lengths allowed.
+    /// - Returns: The rule; it fails with `.tooShort` or `.tooLong`.
     public static func length(_ keyPath: KeyPath<M, String>, _ range: ClosedRange<Int>) -> Validation {
         Validation(field: name(keyPath)) { record, _ in
             let count = record[keyPath: keyPath].count
@@ -96,11 +117,21 @@ public struct Validation<M: ActiveRecord>: @unchecked Sendable {
     }
 
     /// The value is within `range`.
+    ///
+    /// - Parameters:
+    ///   - keyPath: The field.
+    ///   - range: The values allowed.
+    /// - Returns: The rule; it fails with `.outOfRange`.
     public static func range<V: Comparable>(_ keyPath: KeyPath<M, V>, _ range: ClosedRange<V>) -> Validation {
         Validation(field: name(keyPath)) { record, _ in range.contains(record[keyPath: keyPath]) ? [] : [.outOfRange] }
     }
 
     /// The whole string matches `pattern`.
+    ///
+    /// - Parameters:
+    ///   - keyPath: The string field.
+    ///   - pattern: The pattern the whole string must match.
+    /// - Returns: The rule; it fails with `.invalidFormat`.
     public static func format(_ keyPath: KeyPath<M, String>, _ pattern: Regex<Substring>) -> Validation {
         Validation(field: name(keyPath)) { record, _ in
             (try? pattern.wholeMatch(in: record[keyPath: keyPath])) != nil ? [] : [.invalidFormat]
@@ -110,6 +141,9 @@ public struct Validation<M: ActiveRecord>: @unchecked Sendable {
     /// No other record has the same value. Declare a unique index on the field too
     /// (`.unique(\.email)` in the schema): the check here gives a friendly error before
     /// writing, the index makes it hold when two saves race.
+    ///
+    /// - Parameter keyPath: The field.
+    /// - Returns: The rule; it fails with `.taken`.
     public static func uniqueness<V: KeyComponent & Equatable & Sendable>(_ keyPath: KeyPath<M, V>) -> Validation {
         Validation(field: name(keyPath)) { record, reader in
             let value = record[keyPath: keyPath]
@@ -119,6 +153,11 @@ public struct Validation<M: ActiveRecord>: @unchecked Sendable {
     }
 
     /// A custom validator on one field.
+    ///
+    /// - Parameters:
+    ///   - keyPath: The field.
+    ///   - validator: Checks the field's value.
+    /// - Returns: The rule; it fails with the keys the validator returns.
     public static func custom<V, Validator: RecordValidator>(_ keyPath: KeyPath<M, V>, _ validator: Validator) -> Validation
     where Validator.Value == V {
         Validation(field: name(keyPath)) { record, _ in validator.validate(record[keyPath: keyPath]) }

@@ -30,6 +30,8 @@ public struct Accessor<T: Entity>: Sendable {
     public let storage: any Storage
 
     /// An accessor for `T` on `storage`. Cheap: keep one in a `static let`.
+    ///
+    /// - Parameter storage: The storage the entities are kept in.
     public init(storage: any Storage) {
         self.storage = storage
     }
@@ -46,6 +48,8 @@ public struct Accessor<T: Entity>: Sendable {
     /// both times are assigned here.
     /// - Throws: `StorageError.schemaMismatch` when the schema does not auto-increment;
     ///   what `configure` or the storage throws.
+    /// - Parameter configure: Sets the new entity's fields.
+    /// - Returns: The stored entity, with its id and times.
     @discardableResult
     public func create(_ configure: (inout T) throws -> Void = { _ in }) throws -> T {
         try checkSchema()
@@ -64,6 +68,8 @@ public struct Accessor<T: Entity>: Sendable {
     ///
     /// - Throws: `RepositoryError.recordNotFound` for an entity that is not stored;
     ///   `StorageError.schemaMismatch` when the schema does not auto-increment.
+    /// - Parameter entity: The changed entity.
+    /// - Returns: The entity as stored, its `modified` time set.
     @discardableResult
     public func save(_ entity: T) throws -> T {
         try checkSchema()
@@ -79,17 +85,27 @@ public struct Accessor<T: Entity>: Sendable {
     }
 
     /// Deletes the entity; false when it was not stored.
+    ///
+    /// - Parameter entity: The entity to delete (by its id).
+    /// - Returns: True when it was stored.
+    /// - Throws: The storage's errors.
     @discardableResult
     public func delete(_ entity: T) throws -> Bool { try storage.erase(T.self, primaryKey: entity.id) }
 
     /// The entity with this id, or nil.
     /// - Throws: the storage's errors.
+    /// - Parameter id: The entity's id.
+    /// - Returns: The entity, or nil.
     public func find(_ id: Int64) throws -> T? { try storage.read(T.self, primaryKey: id) }
 
     /// Every entity, in id order.
+    ///
+    /// - Returns: The entities.
+    /// - Throws: The storage's errors.
     public func all() throws -> [T] { try storage.readAll(T.self) }
 
     /// How many entities are stored.
     /// - Throws: the storage's errors.
+    /// - Returns: The number of entities.
     public func count() throws -> Int { try storage.count(T.self) }
 }

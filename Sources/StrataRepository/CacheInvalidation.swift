@@ -28,6 +28,10 @@ public final class CacheInvalidation: Sendable {
     /// Invalidates on every commit to `storage` that changes `collections` (by default the
     /// collection the Strata repository backend stores items in), and when it closes or
     /// can no longer follow commits.
+    ///
+    /// - Parameters:
+    ///   - storage: The storage whose commits invalidate the cache.
+    ///   - collections: The collections whose changes count.
     public init(observing storage: any Storage, collections: Set<String> = [StorageBackend.collectionName]) {
         let generation = Generation()
         self.observation = storage.observeCommits { event in

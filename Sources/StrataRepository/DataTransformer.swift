@@ -27,9 +27,17 @@ import Strata
 public protocol DataTransformer: Sendable {
     /// A short stable name recorded with each item (at most 255 UTF-8 bytes).
     var name: String { get }
+    /// Encodes an item.
+    /// - Parameter item: The item.
+    /// - Returns: Its bytes.
     /// - Throws: why the item cannot be encoded; the repository reports it as
     ///   `RepositoryError.encodingFailed`.
     func encode<T: Encodable & Sendable>(_ item: T) async throws -> Data
+    /// Decodes an item.
+    /// - Parameters:
+    ///   - type: The item's type.
+    ///   - data: Bytes this transformer wrote.
+    /// - Returns: The item.
     /// - Throws: why the bytes cannot be decoded; the repository reports it as
     ///   `RepositoryError.decodingFailed`.
     func decode<T: Decodable & Sendable>(_ type: T.Type, from data: Data) async throws -> T
@@ -42,8 +50,18 @@ public struct JSONDataTransformer: DataTransformer {
     /// The transformer.
     public init() {}
     /// JSON of the item.
+    ///
+    /// - Parameter item: The item to encode.
+    /// - Returns: Its JSON.
+    /// - Throws: `EncodingError` for a value JSON cannot hold.
     public func encode<T: Encodable>(_ item: T) throws -> Data { try JSONEncoder().encode(item) }
     /// The item from its JSON.
+    ///
+    /// - Parameters:
+    ///   - type: The item's type.
+    ///   - data: Its JSON.
+    /// - Returns: The item.
+    /// - Throws: `DecodingError` for data that is not the item's JSON.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T { try JSONDecoder().decode(type, from: data) }
 }
 
@@ -55,9 +73,15 @@ public struct PropertyListDataTransformer: DataTransformer {
     public var name: String { format == .xml ? "plist-xml" : "plist-binary" }
 
     /// A transformer writing `format`.
+    ///
+    /// - Parameter format: `.xml` (the default) or `.binary`.
     public init(format: PropertyListSerialization.PropertyListFormat = .xml) { self.format = format }
 
     /// The item as a property list.
+    ///
+    /// - Parameter item: The item to encode.
+    /// - Returns: Its property list.
+    /// - Throws: `EncodingError` for a value a property list cannot hold.
     public func encode<T: Encodable>(_ item: T) throws -> Data {
         let encoder = PropertyListEncoder()
         encoder.outputFormat = format
@@ -65,6 +89,12 @@ public struct PropertyListDataTransformer: DataTransformer {
     }
 
     /// The item from its property list.
+    ///
+    /// - Parameters:
+    ///   - type: The item's type.
+    ///   - data: Its property list.
+    /// - Returns: The item.
+    /// - Throws: `DecodingError` for data that is not the item's property list.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         try PropertyListDecoder().decode(type, from: data)
     }
@@ -79,6 +109,10 @@ public struct RecordDataTransformer: DataTransformer {
     public init() {}
 
     /// The item as a Strata record with its own field table.
+    ///
+    /// - Parameter item: The item to encode.
+    /// - Returns: Its field table and record.
+    /// - Throws: `RecordError.unencodable` for a value the format cannot hold.
     public func encode<T: Encodable>(_ item: T) throws -> Data {
         var fields = FieldTable()
         let record = try RecordEncoder.encode(item, fields: &fields, collection: "item")
@@ -93,6 +127,12 @@ public struct RecordDataTransformer: DataTransformer {
     }
 
     /// The item from its record.
+    ///
+    /// - Parameters:
+    ///   - type: The item's type.
+    ///   - data: Its field table and record.
+    /// - Returns: The item.
+    /// - Throws: `RecordError` for malformed data or a field of another type.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         var reader = DataReader(Array(data))
         var names: [String] = []

@@ -26,6 +26,9 @@ public final class FileSystemBackend: RepositoryBackend {
     public let directory: String
 
     /// Uses `directory`, creating it when missing.
+    ///
+    /// - Parameter directory: The directory's path.
+    /// - Throws: `RepositoryError.storage` when it cannot be created.
     public init(directory: String) throws {
         self.directory = directory
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -39,6 +42,9 @@ public final class FileSystemBackend: RepositoryBackend {
     static let maxEscapedName = 240
 
     /// The file name of `id` (see the type's documentation).
+    ///
+    /// - Parameter id: An item's id.
+    /// - Returns: A file name that is safe on every file system and unique to the id.
     public static func fileName(for id: String) -> String {
         var name = "i"
         for byte in id.utf8 {
@@ -132,11 +138,19 @@ public final class FileSystemBackend: RepositoryBackend {
     // MARK: RepositoryBackend
 
     /// The stored bytes of `id`, or nil.
+    ///
+    /// - Parameter id: The item's id.
+    /// - Returns: The item's encoded bytes, or nil when none is stored under `id`.
+    /// - Throws: The store's read errors.
     public func load(_ id: String) throws -> Data? { try read(path(id), id: id)?.data }
 
     /// Each item is linked into place atomically; when one fails, those already created by
     /// this call are removed again, so the batch is all or nothing (a crash in between can
     /// leave a prefix of the batch).
+    ///
+    /// - Parameter items: The ids and encoded bytes to store.
+    /// - Throws: `RepositoryError.alreadyExists` when an id is taken; `.storage` when a file
+    ///   cannot be written.
     public func insert(_ items: [(id: String, data: Data)]) throws {
         try checkInsert(items.map(\.id)) { try load($0) != nil }
         var created: [String] = []
@@ -158,6 +172,9 @@ public final class FileSystemBackend: RepositoryBackend {
 
     /// Replaces a stored item atomically.
     /// - Throws: `RepositoryError.recordNotFound`.
+    /// - Parameters:
+    ///   - id: The item's id.
+    ///   - data: Its new encoded bytes.
     public func replace(_ id: String, with data: Data) throws {
         guard try load(id) != nil else { throw RepositoryError.recordNotFound(id: id) }
         let temporary = try writeTemporary(id, data)
@@ -171,6 +188,7 @@ public final class FileSystemBackend: RepositoryBackend {
 
     /// Removes items.
     /// - Throws: `RepositoryError.recordNotFound` for one not stored.
+    /// - Parameter ids: The ids of the items to remove.
     public func remove(_ ids: [String]) throws {
         try checkRemove(ids) { try load($0) != nil }
         for id in ids where unlink(path(id)) != 0 && errno != ENOENT { throw failure("unlink \(path(id))", id) }
@@ -178,6 +196,12 @@ public final class FileSystemBackend: RepositoryBackend {
     }
 
     /// The ids starting with `prefix`, in byte order, at most `limit`.
+    ///
+    /// - Parameters:
+    ///   - prefix: What the ids start with; "" for all.
+    ///   - limit: The most ids to return; nil for all.
+    /// - Returns: The ids, in byte order.
+    /// - Throws: The store's read errors.
     public func ids(prefix: String, limit: Int?) throws -> [String] {
         let names = try FileManager.default.contentsOfDirectory(atPath: directory)
         let ids = try names.compactMap { name -> String? in
@@ -194,6 +218,11 @@ public typealias FileSystemRepository = BackendRepository<FileSystemBackend>
 
 extension BackendRepository where Backend == FileSystemBackend {
     /// A repository of one file per item in `directory`.
+    ///
+    /// - Parameters:
+    ///   - directory: The directory's path, created when missing.
+    ///   - transformer: How items become bytes (JSON by default).
+    /// - Throws: `RepositoryError.storage` when the directory cannot be created.
     public init(directory: String, transformer: any DataTransformer = JSONDataTransformer()) throws {
         self.init(backend: try FileSystemBackend(directory: directory), transformer: transformer)
     }

@@ -35,33 +35,43 @@ public struct HTTPDataSource<Item: Identifiable & Codable & Sendable>: DataSourc
     }
 
     /// Every item this source holds.
+    ///
+    /// - Returns: The items, in id order.
+    /// - Throws: The source's errors.
     public func getAll() async throws -> [Item] {
         try decode([Item].self, try await send("GET", baseURL, id: nil))
     }
 
     /// The item with this id.
     /// - Throws: `RepositoryError.recordNotFound` when this source does not hold it.
+    /// - Parameter id: The item's id.
+    /// - Returns: The item.
     public func getById(_ id: String) async throws -> Item {
         try decode(Item.self, try await send("GET", url(id), id: id))
     }
 
     /// Adds the item to this source.
     /// - Throws: `RepositoryError.alreadyExists` when it holds the id already.
+    /// - Parameter item: The new item.
     public func insert(_ item: Item) async throws {
         _ = try await send("POST", baseURL, id: item.id, body: try JSONEncoder().encode(item))
     }
 
     /// Replaces the item in this source.
     /// - Throws: `RepositoryError.recordNotFound` when it does not hold the id.
+    /// - Parameter item: The item, replacing the one with its id.
     public func update(_ item: Item) async throws {
         _ = try await send("PUT", url(item.id), id: item.id, body: try JSONEncoder().encode(item))
     }
 
     /// Removes every item from this source.
+    ///
+    /// - Throws: The source's errors.
     public func clean() async throws { _ = try await send("DELETE", baseURL, id: nil) }
 
     /// Removes the item with this id.
     /// - Throws: `RepositoryError.recordNotFound` when this source does not hold it.
+    /// - Parameter id: The id of the item to remove.
     public func deleteById(_ id: String) async throws { _ = try await send("DELETE", url(id), id: id) }
 
     /// `base/ID`, with the id escaped as one path segment.

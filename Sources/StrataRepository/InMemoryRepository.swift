@@ -9,10 +9,15 @@ public final class InMemoryBackend: RepositoryBackend {
     public init() {}
 
     /// The stored bytes of `id`, or nil.
+    ///
+    /// - Parameter id: The item's id.
+    /// - Returns: The item's encoded bytes, or nil when none is stored under `id`.
+    /// - Throws: The store's read errors.
     public func load(_ id: String) throws -> Data? { items.withLock { $0[id] } }
 
     /// Stores new items, all or none.
     /// - Throws: `RepositoryError.alreadyExists` when an id is taken (nothing is stored).
+    /// - Parameter new: The ids and encoded bytes to store.
     public func insert(_ new: [(id: String, data: Data)]) throws {
         try items.withLock { items in
             try checkInsert(new.map(\.id)) { items[$0] != nil }
@@ -22,6 +27,9 @@ public final class InMemoryBackend: RepositoryBackend {
 
     /// Replaces a stored item.
     /// - Throws: `RepositoryError.recordNotFound` when there is none.
+    /// - Parameters:
+    ///   - id: The item's id.
+    ///   - data: Its new encoded bytes.
     public func replace(_ id: String, with data: Data) throws {
         try items.withLock { items in
             guard items[id] != nil else { throw RepositoryError.recordNotFound(id: id) }
@@ -31,6 +39,7 @@ public final class InMemoryBackend: RepositoryBackend {
 
     /// Removes items, all or none.
     /// - Throws: `RepositoryError.recordNotFound` for one not stored (nothing is removed).
+    /// - Parameter ids: The ids of the items to remove.
     public func remove(_ ids: [String]) throws {
         try items.withLock { items in
             try checkRemove(ids) { items[$0] != nil }
@@ -39,6 +48,12 @@ public final class InMemoryBackend: RepositoryBackend {
     }
 
     /// The ids starting with `prefix`, in byte order, at most `limit`.
+    ///
+    /// - Parameters:
+    ///   - prefix: What the ids start with; "" for all.
+    ///   - limit: The most ids to return; nil for all.
+    /// - Returns: The ids, in byte order.
+    /// - Throws: The store's read errors.
     public func ids(prefix: String, limit: Int?) throws -> [String] {
         orderedIDs(items.withLock { Array($0.keys) }, prefix: prefix, limit: limit)
     }
@@ -49,6 +64,8 @@ public typealias InMemoryRepository = BackendRepository<InMemoryBackend>
 
 extension BackendRepository where Backend == InMemoryBackend {
     /// An empty in-memory repository encoding with `transformer`.
+    ///
+    /// - Parameter transformer: How items become bytes (JSON by default).
     public init(transformer: any DataTransformer = JSONDataTransformer()) {
         self.init(backend: InMemoryBackend(), transformer: transformer)
     }

@@ -31,6 +31,11 @@ public final class MemoryDataSource<Item: Identifiable & Codable & Sendable>: Da
     private let state = Mutex(State())
 
     /// A cache of at most `capacity` items (at least 1).
+    ///
+    /// - Parameters:
+    ///   - capacity: The most items held; adding one more evicts one.
+    ///   - eviction: Which item goes when the cache is full.
+    ///   - name: The source's name in errors.
     public init(capacity: Int = 1_000, eviction: EvictionPolicy = .leastRecentlyUsed, name: String = "memory") {
         precondition(capacity > 0, "a memory data source holds at least one item")
         (self.capacity, self.eviction, self.name) = (capacity, eviction, name)
@@ -40,12 +45,17 @@ public final class MemoryDataSource<Item: Identifiable & Codable & Sendable>: Da
     public var count: Int { state.withLock { $0.items.count } }
 
     /// Every item this source holds.
+    ///
+    /// - Returns: The items, in id order.
+    /// - Throws: The source's errors.
     public func getAll() async throws -> [Item] {
         state.withLock { $0.items.values.map(\.item).sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) } }
     }
 
     /// The item with this id.
     /// - Throws: `RepositoryError.recordNotFound` when this source does not hold it.
+    /// - Parameter id: The item's id.
+    /// - Returns: The item.
     public func getById(_ id: String) async throws -> Item {
         try state.withLock { state in
             guard var entry = state.items[id] else { throw RepositoryError.recordNotFound(id: id) }
@@ -57,6 +67,7 @@ public final class MemoryDataSource<Item: Identifiable & Codable & Sendable>: Da
 
     /// Adds the item to this source.
     /// - Throws: `RepositoryError.alreadyExists` when it holds the id already.
+    /// - Parameter item: The new item.
     public func insert(_ item: Item) async throws {
         try state.withLock { state in
             guard state.items[item.id] == nil else { throw RepositoryError.alreadyExists(id: item.id) }
@@ -68,6 +79,7 @@ public final class MemoryDataSource<Item: Identifiable & Codable & Sendable>: Da
 
     /// Replaces the item in this source.
     /// - Throws: `RepositoryError.recordNotFound` when it does not hold the id.
+    /// - Parameter item: The item, replacing the one with its id.
     public func update(_ item: Item) async throws {
         try state.withLock { state in
             guard let entry = state.items[item.id] else { throw RepositoryError.recordNotFound(id: item.id) }
@@ -76,10 +88,13 @@ public final class MemoryDataSource<Item: Identifiable & Codable & Sendable>: Da
     }
 
     /// Removes every item from this source.
+    ///
+    /// - Throws: The source's errors.
     public func clean() async throws { state.withLock { $0.items.removeAll() } }
 
     /// Removes the item with this id.
     /// - Throws: `RepositoryError.recordNotFound` when this source does not hold it.
+    /// - Parameter id: The id of the item to remove.
     public func deleteById(_ id: String) async throws {
         try state.withLock { state in
             guard state.items.removeValue(forKey: id) != nil else { throw RepositoryError.recordNotFound(id: id) }

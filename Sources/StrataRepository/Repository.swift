@@ -31,6 +31,7 @@ public struct Repository<Item: Identifiable & Codable & Sendable>: Sendable wher
 
     /// Every item, from the source the strategy reads.
     /// - Throws: the last source's error when no source answers.
+    /// - Returns: The items, in id order.
     public func getAll() async throws -> [Item] {
         try await read(ReadOperation(perform: { try await $0.getAll() }, fill: { source, items in
             for item in items { try await source.upsert(item) }
@@ -39,6 +40,8 @@ public struct Repository<Item: Identifiable & Codable & Sendable>: Sendable wher
 
     /// The item with this id, from the first source that has it (per the strategy).
     /// - Throws: `RepositoryError.recordNotFound` when no source has it; a source's error.
+    /// - Parameter id: The item's id.
+    /// - Returns: The item.
     public func getById(_ id: String) async throws -> Item {
         try await read(ReadOperation(perform: { try await $0.getById(id) }, fill: { try await $0.upsert($1) }))
     }
@@ -57,6 +60,7 @@ public struct Repository<Item: Identifiable & Codable & Sendable>: Sendable wher
     /// Adds an item, to the sources the strategy writes.
     /// - Throws: `RepositoryError.alreadyExists`; `.writeFailed` when a write-through
     ///   source fails (the others are undone); a source's error.
+    /// - Parameter item: The new item.
     public func insert(_ item: Item) async throws {
         try await strategy.write(sources, WriteOperation(id: item.id, perform: { try await $0.insert(item) }, prepareUndo: { source in
             { try await source.deleteById(item.id) }
@@ -65,6 +69,7 @@ public struct Repository<Item: Identifiable & Codable & Sendable>: Sendable wher
 
     /// Replaces an item, in the sources the strategy writes.
     /// - Throws: `RepositoryError.recordNotFound`; `.writeFailed` as for `insert`.
+    /// - Parameter item: The item, replacing the one with its id.
     public func update(_ item: Item) async throws {
         try await strategy.write(sources, WriteOperation(id: item.id, perform: { try await $0.update(item) }, prepareUndo: { source in
             let previous = try await source.getById(item.id)
@@ -74,6 +79,7 @@ public struct Repository<Item: Identifiable & Codable & Sendable>: Sendable wher
 
     /// Removes an item from the sources the strategy writes.
     /// - Throws: `RepositoryError.recordNotFound`; `.writeFailed` as for `insert`.
+    /// - Parameter id: The id of the item to remove.
     public func deleteById(_ id: String) async throws {
         try await strategy.write(sources, WriteOperation(id: id, perform: { try await $0.deleteById(id) }, prepareUndo: { source in
             let previous = try await source.getById(id)
@@ -117,9 +123,16 @@ public struct WriteOperation<Item: Identifiable & Codable & Sendable>: Sendable 
 public protocol RepositoryStrategy: Sendable {
     /// Runs `operation` on the sources it picks and returns the value read.
     /// - Throws: what the sources throw, as the strategy decides.
+    /// - Parameters:
+    ///   - sources: The repository's sources, fastest first.
+    ///   - operation: The read, and how to fill a source that lacked the answer.
+    /// - Returns: The value read.
     func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value
     /// Runs `operation` on the sources it picks.
     /// - Throws: what the sources throw, as the strategy decides.
+    /// - Parameters:
+    ///   - sources: The repository's sources, fastest first.
+    ///   - operation: The write, and how to undo it.
     func write<Item>(_ sources: [any DataSource<Item>], _ operation: WriteOperation<Item>) async throws
 }
 
@@ -140,10 +153,21 @@ public struct FirstMatchStrategy: RepositoryStrategy {
     /// The strategy (it has no settings).
     public init() {}
     /// Reads as the strategy describes above.
+    ///
+    /// - Parameters:
+    ///   - sources: The repository's sources, fastest first.
+    ///   - operation: The read, and how to fill a source that lacked the answer.
+    /// - Returns: The answer.
+    /// - Throws: The last source's error when none answers.
     public func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value {
         try await firstAnswer(sources, operation).value
     }
     /// Writes as the strategy describes above.
+    ///
+    /// - Parameters:
+    ///   - sources: The repository's sources, fastest first.
+    ///   - operation: The write, and how to undo it.
+    /// - Throws: The source's error.
     public func write<Item>(_ sources: [any DataSource<Item>], _ operation: WriteOperation<Item>) async throws {
         try await operation.perform(sources[0])
     }
@@ -157,6 +181,12 @@ public struct CacheThroughStrategy: RepositoryStrategy {
     /// The strategy (it has no settings).
     public init() {}
     /// Reads as the strategy describes above.
+    ///
+    /// - Parameters:
+    ///   - sources: The repository's sources, fastest first.
+    ///   - operation: The read, and how to fill a source that lacked the answer.
+    /// - Returns: The answer.
+    /// - Throws: The last source's error when none answers.
     public func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value {
         let (value, index) = try await firstAnswer(sources, operation)
         // A cache that cannot be filled is no reason to fail the read.
@@ -164,6 +194,11 @@ public struct CacheThroughStrategy: RepositoryStrategy {
         return value
     }
     /// Writes as the strategy describes above.
+    ///
+    /// - Parameters:
+    ///   - sources: The repository's sources, fastest first.
+    ///   - operation: The write, and how to undo it.
+    /// - Throws: The source's error.
     public func write<Item>(_ sources: [any DataSource<Item>], _ operation: WriteOperation<Item>) async throws {
         try await operation.perform(sources[sources.count - 1])
         for cache in sources.dropLast() {
@@ -181,10 +216,22 @@ public struct WriteThroughStrategy: RepositoryStrategy {
     /// The strategy (it has no settings).
     public init() {}
     /// Reads as the strategy describes above.
+    ///
+    /// - Parameters:
+    ///   - sources: The repository's sources, fastest first.
+    ///   - operation: The read, and how to fill a source that lacked the answer.
+    /// - Returns: The answer.
+    /// - Throws: The last source's error when none answers.
     public func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value {
         try await firstAnswer(sources, operation).value
     }
     /// Writes as the strategy describes above.
+    ///
+    /// - Parameters:
+    ///   - sources: The repository's sources, fastest first.
+    ///   - operation: The write, and how to undo it.
+    /// - Throws: `RepositoryError.writeFailed` naming the source that failed, after the others
+    ///   were undone.
     public func write<Item>(_ sources: [any DataSource<Item>], _ operation: WriteOperation<Item>) async throws {
         var undos: [(source: String, undo: @Sendable () async throws -> Void)] = []
         for source in sources {
@@ -217,10 +264,21 @@ public struct SingleSourceStrategy: RepositoryStrategy {
     public init(index: Int? = nil) { self.index = index }
 
     /// Reads as the strategy describes above.
+    ///
+    /// - Parameters:
+    ///   - sources: The repository's sources, fastest first.
+    ///   - operation: The read.
+    /// - Returns: The answer of the one source this strategy reads.
+    /// - Throws: That source's error.
     public func read<Item, Value>(_ sources: [any DataSource<Item>], _ operation: ReadOperation<Item, Value>) async throws -> Value {
         try await operation.perform(sources[index ?? sources.count - 1])
     }
     /// Writes as the strategy describes above.
+    ///
+    /// - Parameters:
+    ///   - sources: The repository's sources, fastest first.
+    ///   - operation: The write.
+    /// - Throws: That source's error.
     public func write<Item>(_ sources: [any DataSource<Item>], _ operation: WriteOperation<Item>) async throws {
         try await operation.perform(sources[index ?? sources.count - 1])
     }

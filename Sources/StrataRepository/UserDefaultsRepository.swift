@@ -16,12 +16,21 @@ public final class UserDefaultsBackend: RepositoryBackend, @unchecked Sendable {
     private let lock = Mutex(())
 
     /// Items of `table` in `defaults`, under keys `strata.repository.TABLE.ID`.
+    ///
+    /// - Parameters:
+    ///   - defaults: The defaults database.
+    ///   - table: The table's name.
     public init(defaults: UserDefaults = .standard, table: String) {
         self.defaults = defaults
         self.keyPrefix = "strata.repository.\(table)."
     }
 
     /// A suite of its own (`UserDefaults(suiteName:)`).
+    ///
+    /// - Parameters:
+    ///   - suiteName: The suite's name.
+    ///   - table: The table's name.
+    /// - Throws: `RepositoryError.storage` when the suite cannot be opened.
     public convenience init(suiteName: String, table: String) throws {
         guard let defaults = UserDefaults(suiteName: suiteName) else {
             throw RepositoryError.storage(operation: "open UserDefaults suite \(suiteName)", id: nil, underlying: POSIXError(EINVAL))
@@ -32,10 +41,15 @@ public final class UserDefaultsBackend: RepositoryBackend, @unchecked Sendable {
     private func key(_ id: String) -> String { keyPrefix + id }
 
     /// The stored bytes of `id`, or nil.
+    ///
+    /// - Parameter id: The item's id.
+    /// - Returns: The item's encoded bytes, or nil when none is stored under `id`.
+    /// - Throws: The store's read errors.
     public func load(_ id: String) throws -> Data? { defaults.data(forKey: key(id)) }
 
     /// Stores new items, all or none.
     /// - Throws: `RepositoryError.alreadyExists` when an id is taken (nothing is stored).
+    /// - Parameter items: The ids and encoded bytes to store.
     public func insert(_ items: [(id: String, data: Data)]) throws {
         try lock.withLock { _ in
             try checkInsert(items.map(\.id)) { defaults.object(forKey: key($0)) != nil }
@@ -46,6 +60,9 @@ public final class UserDefaultsBackend: RepositoryBackend, @unchecked Sendable {
 
     /// Replaces a stored item.
     /// - Throws: `RepositoryError.recordNotFound`.
+    /// - Parameters:
+    ///   - id: The item's id.
+    ///   - data: Its new encoded bytes.
     public func replace(_ id: String, with data: Data) throws {
         try lock.withLock { _ in
             guard defaults.object(forKey: key(id)) != nil else { throw RepositoryError.recordNotFound(id: id) }
@@ -56,6 +73,7 @@ public final class UserDefaultsBackend: RepositoryBackend, @unchecked Sendable {
 
     /// Removes items.
     /// - Throws: `RepositoryError.recordNotFound` for one not stored (nothing is removed then).
+    /// - Parameter ids: The ids of the items to remove.
     public func remove(_ ids: [String]) throws {
         try lock.withLock { _ in
             try checkRemove(ids) { defaults.object(forKey: key($0)) != nil }
@@ -65,6 +83,12 @@ public final class UserDefaultsBackend: RepositoryBackend, @unchecked Sendable {
     }
 
     /// The ids starting with `prefix`, in byte order, at most `limit`.
+    ///
+    /// - Parameters:
+    ///   - prefix: What the ids start with; "" for all.
+    ///   - limit: The most ids to return; nil for all.
+    /// - Returns: The ids, in byte order.
+    /// - Throws: The store's read errors.
     public func ids(prefix: String, limit: Int?) throws -> [String] {
         let keys = defaults.dictionaryRepresentation().keys.filter { $0.hasPrefix(keyPrefix) }
         return orderedIDs(keys.map { String($0.dropFirst(keyPrefix.count)) }, prefix: prefix, limit: limit)
@@ -76,6 +100,11 @@ public typealias UserDefaultsRepository = BackendRepository<UserDefaultsBackend>
 
 extension BackendRepository where Backend == UserDefaultsBackend {
     /// The article's `UserDefaultsRepository(tableName:dataTransformer:)`.
+    ///
+    /// - Parameters:
+    ///   - tableName: The table's name.
+    ///   - defaults: The defaults database.
+    ///   - dataTransformer: How items become bytes (JSON by default).
     public init(tableName: String, defaults: UserDefaults = .standard, dataTransformer: any DataTransformer = JSONDataTransformer()) {
         self.init(backend: UserDefaultsBackend(defaults: defaults, table: tableName), transformer: dataTransformer)
     }

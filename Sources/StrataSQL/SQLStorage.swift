@@ -35,6 +35,7 @@ open class SQLStorage: Storage, @unchecked Sendable {
 
     /// A storage on `database`; creates the catalog table when it is missing.
     /// - Throws: the database's error when it cannot create the table.
+    /// - Parameter database: The SQL database, through its adapter.
     public init(database: any SQLDatabase) throws {
         self.database = database
         id = UUID().uuidString
@@ -46,6 +47,8 @@ open class SQLStorage: Storage, @unchecked Sendable {
 
     /// Runs `body` on a consistent snapshot.
     /// - Throws: what `body` or the storage throws.
+    /// - Parameter body: Reads through the reader it is given.
+    /// - Returns: What `body` returns.
     public final func read<R>(_ body: (any StorageReader) throws -> R) throws -> R {
         try checkNotWriting()
         return try database.read { try body(SQLReader(storage: self, connection: $0)) }
@@ -53,6 +56,8 @@ open class SQLStorage: Storage, @unchecked Sendable {
 
     /// Runs `body` in one write transaction: committed when it returns, rolled back when it throws.
     /// - Throws: what `body` or the storage throws; nothing is committed then.
+    /// - Parameter body: Writes through the writer it is given.
+    /// - Returns: What `body` returns.
     @discardableResult
     public final func write<R>(_ body: (any StorageWriter) throws -> R) throws -> R {
         try checkNotWriting()
@@ -77,6 +82,8 @@ open class SQLStorage: Storage, @unchecked Sendable {
     }
 
     /// Releases the storage; later calls fail with a closed-storage error.
+    ///
+    /// - Throws: The database's error while closing.
     public func close() throws {
         try database.close()
         observers.close()
@@ -84,6 +91,9 @@ open class SQLStorage: Storage, @unchecked Sendable {
 
     /// Calls `observer` after each commit of this storage, and — where the database tells of
     /// them (PostgreSQL) — of every other storage on the same tables, in any process.
+    ///
+    /// - Parameter observer: Called after each commit, then once with `.closed`.
+    /// - Returns: The registration; observing stops when it is cancelled or released.
     public func observeCommits(_ observer: @escaping @Sendable (CommitEvent) -> Void) -> CommitObservation {
         let observation = observers.add(observer)
         let start = listening.withLock { started in
@@ -126,11 +136,19 @@ extension SQLStorage {
     // The async forms (see `Storage`): re-declared so a call on this type does not pick the
     // synchronous ones in async code.
     /// `Storage.read(_:)` (async), declared on the class so that calls on it choose it in async code.
+    ///
+    /// - Parameter body: Reads through the reader it is given, on a dispatch queue.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` or the storage throws.
     public func read<R: Sendable>(_ body: @escaping @Sendable (any StorageReader) throws -> R) async throws -> R {
         try await offload { try self.read(body) }
     }
 
     /// `Storage.write(_:)` (async), declared on the class for the same reason.
+    ///
+    /// - Parameter body: Writes through the writer it is given, on a dispatch queue.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` or the storage throws; nothing is committed then.
     @discardableResult
     public func write<R: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> R) async throws -> R {
         try await offload { try self.write(body) }

@@ -22,6 +22,9 @@ public final class SQLiteStorage: SQLStorage, @unchecked Sendable {
 
     /// Opens (creating when missing) the SQLite file at `path`.
     /// - Throws: GRDB's `DatabaseError` when the file cannot be opened.
+    /// - Parameters:
+    ///   - path: The file's path.
+    ///   - busyTimeout: How long a write waits for another process's lock, in seconds.
     public convenience init(path: String, busyTimeout: TimeInterval = 5) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
@@ -29,11 +32,16 @@ public final class SQLiteStorage: SQLStorage, @unchecked Sendable {
     }
 
     /// A new, empty in-memory SQLite database, gone when the storage is released.
+    ///
+    /// - Throws: GRDB's `DatabaseError` when the catalog table cannot be created.
     public convenience init() throws {
         try self.init(writer: try DatabaseQueue())
     }
 
     /// A storage on a database GRDB has opened.
+    ///
+    /// - Parameter writer: A GRDB `DatabaseQueue` or `DatabasePool`.
+    /// - Throws: GRDB's `DatabaseError` when the catalog table cannot be created.
     public init(writer: any DatabaseWriter) throws {
         self.writer = writer
         try writer.write { try SQLiteCommitLog.create(in: $0) }

@@ -42,6 +42,10 @@ public final class Studio: Sendable {
 
     /// Tells Studio the address it is served on: requests naming another `Host`, or coming
     /// from another origin, are refused from then on. Until it is called, every request is.
+    ///
+    /// - Parameters:
+    ///   - host: The host name or address the server is bound to.
+    ///   - port: The port it listens on.
     public func listening(host: String, port: Int) {
         requestGuard.withLock { $0 = RequestGuard(host: host, port: port) }
     }
@@ -58,6 +62,9 @@ public final class Studio: Sendable {
 
     /// The answer to one request: the page and its assets, or a view's JSON. Blocking (it
     /// reads the file): call it off the server's event loop.
+    ///
+    /// - Parameter request: The request.
+    /// - Returns: The response: a status, headers and body.
     public func respond(to request: StudioRequest) -> StudioResponse {
         if let refusal = refusal(for: request) { return refusal }
         do {

@@ -16,12 +16,22 @@ public struct StudioRequest: Sendable {
     public var origin: String?
 
     /// A request for `path`.
+    ///
+    /// - Parameters:
+    ///   - method: The HTTP method.
+    ///   - path: The path, without the query.
+    ///   - query: The query's parameters.
+    ///   - host: The `Host` header.
+    ///   - origin: The `Origin` header, when the browser sent one.
     public init(method: String = "GET", path: String, query: [String: String] = [:], host: String?, origin: String? = nil) {
         (self.method, self.path, self.query, self.host, self.origin) = (method, path, query, host, origin)
     }
 
     /// Parses a query string as browsers write it (`application/x-www-form-urlencoded`: `+`
     /// is a space, `%XX` a byte); the first of repeated names wins.
+    ///
+    /// - Parameter query: The text after `?`, or nil.
+    /// - Returns: The parameters by name.
     public static func parameters(_ query: String?) -> [String: String] {
         var parameters: [String: String] = [:]
         for pair in (query ?? "").split(separator: "&") {

@@ -25,6 +25,8 @@ public enum StorageBackend: String, CaseIterable, Sendable, CustomStringConverti
     /// A new, empty storage. The same `place` opens the same database again (a file's
     /// path, a PostgreSQL schema); memory has one storage per place.
     /// - Throws: what opening the backend throws; for PostgreSQL in CI, that no server answers.
+    /// - Parameter place: Which database: the same place opens the same one again.
+    /// - Returns: The storage.
     public func make(place: String = UUID().uuidString) throws -> any Storage {
         switch self {
         case .strata:

@@ -30,7 +30,13 @@ import Foundation
 /// the model does not ask for are ignored, and a stored type that does not fit is
 /// `RecordError.typeMismatch` naming the field.
 public protocol RecordCodable: Codable {
+    /// Writes the model's fields, in declaration order, under their `Codable` names.
+    /// - Parameter record: The writer of the record being built.
+    /// - Throws: What a field's encoding throws (`RecordError.unencodable`).
     func encode(to record: inout RecordWriter) throws
+    /// Reads the model's fields by name.
+    /// - Parameter record: The reader of the stored record.
+    /// - Throws: `RecordError.typeMismatch` or `.missingField` naming the field; `.corruptRecord`.
     init(from record: inout RecordReader) throws
 }
 

@@ -47,6 +47,7 @@ public protocol StorageWriter: StorageReader {
     ///
     /// - Parameter model: The model to insert.
     /// - Throws: `StorageError.duplicateKey`, `.uniqueViolation`; the backend's errors.
+    /// - Returns: The model as stored.
     @discardableResult
     func create<M: Model>(_ model: M) throws -> M
     /// Inserts or replaces (upsert). Returns the model as stored.
@@ -54,6 +55,7 @@ public protocol StorageWriter: StorageReader {
     /// - Parameter model: The model to insert or replace.
     /// - Throws: `StorageError.uniqueViolation` when another record holds a unique index's value;
     ///   the backend's errors.
+    /// - Returns: The model as stored.
     @discardableResult
     func persist<M: Model>(_ model: M) throws -> M
     /// Deletes by primary key; returns whether it existed.
@@ -62,12 +64,14 @@ public protocol StorageWriter: StorageReader {
     ///   - type: The model type, which names the collection.
     ///   - primaryKey: The primary key of the model to delete.
     /// - Throws: The backend's errors.
+    /// - Returns: True when the model existed.
     @discardableResult
     func erase<M: Model>(_ type: M.Type, primaryKey: some KeyComponent) throws -> Bool
     /// Deletes every match; returns how many.
     ///
     /// - Parameter query: The conditions of the models to delete.
     /// - Throws: `RecordError` for a record that cannot be decoded to check; the backend's errors.
+    /// - Returns: How many models were deleted.
     @discardableResult
     func erase<M: Model>(_ query: Query<M>) throws -> Int
     /// Deletes every model of the type.
