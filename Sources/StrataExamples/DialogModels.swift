@@ -212,6 +212,12 @@ public struct DialogTranslator: Translator {
 
 extension DialogPlainObject {
     /// A sample dialog: messages alternate incoming and outgoing; the first is read.
+    ///
+    /// - Parameters:
+    ///   - id: The dialog's id; its messages' ids are derived from it.
+    ///   - pinned: Whether it is pinned.
+    ///   - messages: How many messages it holds.
+    /// - Returns: The dialog.
     public static func sample(_ id: Int, pinned: Bool, messages: Int = 3) -> DialogPlainObject {
         DialogPlainObject(id: id, isPinned: pinned, messages: (0 ..< messages).map { n in
             MessagePlainObject(id: id * 100 + n, date: Date(timeIntervalSince1970: 1_700_000_000 + Double(n)), text: "message \(n) of \(id)",

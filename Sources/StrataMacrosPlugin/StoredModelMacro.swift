@@ -96,6 +96,7 @@ public struct FieldMacro: PeerMacro {
     ///   - declaration: The property it is attached to.
     ///   - context: The expansion's context.
     /// - Returns: No declarations.
+    /// - Throws: Never.
     public static func expansion(of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol,
                                  in context: some MacroExpansionContext) throws -> [DeclSyntax] { [] }
 }
