@@ -56,7 +56,24 @@ public final class Cursor {
         try key.withUnsafeBytes { try seek(to: $0) }
     }
 
-    func seek(to key: UnsafeRawBufferPointer) throws -> Bool {
+    /// `seek(to:)` for a key the caller holds in a buffer. A key within the leaf the cursor
+    /// is on is found in that leaf, without descending from the root: a run of lookups in
+    /// ascending order (the records an index names, fetched in primary-key order) reads
+    /// each leaf once.
+    ///
+    /// - Parameter key: The encoded key to look for.
+    /// - Returns: Whether the cursor is on an entry.
+    /// - Throws: `StrataError.corruption` for damaged pages; `.io`.
+    @discardableResult
+    public func seek(to key: UnsafeRawBufferPointer) throws -> Bool {
+        if let current = leaf, current.count > 0,
+           current.withEntry(0, { first, _ in compareBytes(first, key) <= 0 }),
+           current.withEntry(current.count - 1, { last, _ in compareBytes(key, last) <= 0 }) {
+            // The leaf holds every key of the tree between its first and last: the first
+            // entry at or after `key` is in it.
+            index = current.search(key).index
+            return true
+        }
         path.removeAll(keepingCapacity: true)
         leaf = nil
         guard var ref = root else { return false }

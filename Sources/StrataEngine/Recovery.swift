@@ -82,8 +82,8 @@ enum Recovery {
             try adopt(try readCheckpoint(at: address, store: store), at: address, into: &state)
         }
         var changes = TreeChanges(trees: state.trees, mutator: TreeMutator(store: store, owner: owner))
-        if let bad = try replayFrames(into: &state, changes: &changes, fileSize: size, sequenceKnown: sequenceKnown) {
-            let salvaged = try handleBadFrame(at: bad.position, reason: bad.reason, fileSize: size, store: store, options: options)
+        if let bad = try replayToBadFrame(into: &state, changes: &changes, fileSize: size, sequenceKnown: sequenceKnown) {
+            let salvaged = try handleBadFrame(bad, store: store, options: options)
             state.tornBytes = size - bad.position
             if salvaged {
                 state.salvagedFrom = bad.position
@@ -110,11 +110,43 @@ enum Recovery {
     static func catchUp(_ state: inout RecoveredState, fileSize: UInt64, owner: UInt64, options: Database.Options) throws -> Set<String> {
         var changes = TreeChanges(trees: state.trees, mutator: TreeMutator(store: state.store, owner: owner))
         changes.touched = []
-        if let bad = try replayFrames(into: &state, changes: &changes, fileSize: fileSize, sequenceKnown: true) {
-            _ = try handleBadFrame(at: bad.position, reason: bad.reason, fileSize: fileSize, store: state.store, options: options)
+        if let bad = try replayToBadFrame(into: &state, changes: &changes, fileSize: fileSize, sequenceKnown: true) {
+            _ = try handleBadFrame(bad, store: state.store, options: options)
         }
         state.trees = changes.trees
         return changes.touched ?? []
+    }
+
+    /// A frame replay stopped at: its position, why, and the first valid commit frame found
+    /// after it (nil: none, so it is the tail a writer left or is still writing).
+    struct BadFrame {
+        let position: UInt64
+        let reason: String
+        let laterCommit: UInt64?
+    }
+
+    /// `replayFrames`, then a look for a valid commit after the bad frame it stopped at; when
+    /// there is one, the bad frame is read again.
+    ///
+    /// A read-only handle reads while a writer appends into space it preallocated: it can
+    /// read a frame's place while it is still zeros (or half written), and find the commit
+    /// after it by the time it looks further. Frames are appended in order, so a frame before
+    /// a complete commit is complete itself: read again, it is replayed; only one that is
+    /// still bad then is damage. The look happens once, and its answer is the one acted on:
+    /// looking again later could find a commit the writer appended meanwhile, and call the
+    /// frame still being written damage.
+    private static func replayToBadFrame(into state: inout RecoveredState, changes: inout TreeChanges, fileSize: UInt64,
+                                         sequenceKnown: Bool) throws -> BadFrame? {
+        var sequenceKnown = sequenceKnown
+        while let bad = try replayFrames(into: &state, changes: &changes, fileSize: fileSize, sequenceKnown: sequenceKnown) {
+            let later = try findCommitFrame(after: bad.position, fileSize: fileSize, store: state.store)
+            guard later != nil, (try? readFrame(at: bad.position, fileSize: fileSize, store: state.store)) != nil else {
+                return BadFrame(position: bad.position, reason: bad.reason, laterCommit: later)
+            }
+            // The frame is whole now: replay on from it.
+            sequenceKnown = sequenceKnown || state.sequence > 0 || state.replayedCommits > 0
+        }
+        return nil
     }
 
     /// Replays every valid frame from `state.end` up to `fileSize` into `changes`, moving
@@ -215,12 +247,12 @@ enum Recovery {
     /// valid log or checkpoint frame follows it, which a crash cannot produce: then it is
     /// media corruption and opening stops, unless the caller asked to salvage.
     /// Returns true when valid commits follow and the caller asked to salvage.
-    private static func handleBadFrame(at position: UInt64, reason: String, fileSize: UInt64, store: PageStore, options: Database.Options) throws -> Bool {
-        guard let later = try findCommitFrame(after: position, fileSize: fileSize, store: store) else { return false }
+    private static func handleBadFrame(_ bad: BadFrame, store: PageStore, options: Database.Options) throws -> Bool {
+        guard let later = bad.laterCommit else { return false }
         if options.recovery == .truncateAtFirstBadFrame { return true }
         throw StrataError.corruption(
-            path: store.path, offset: position,
-            reason: "\(reason); valid commits follow at offset \(later), so this is damage, not an interrupted write. "
+            path: store.path, offset: bad.position,
+            reason: "\(bad.reason); valid commits follow at offset \(later), so this is damage, not an interrupted write. "
                 + "Open with recovery: .truncateAtFirstBadFrame to keep only the commits before it")
     }
 

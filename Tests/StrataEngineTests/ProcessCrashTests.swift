@@ -14,22 +14,25 @@ struct ProcessCrashTests {
 
     /// Starts a `follow` child on `path`: it refreshes until its input is closed, then prints
     /// what it saw (`finish`).
-    static func startFollower(_ path: String) throws -> (process: Process, input: Pipe, output: Pipe) {
+    static func startFollower(_ path: String) throws -> (process: Process, input: Pipe, output: Pipe, errors: Pipe) {
         let follower = Process()
         follower.executableURL = URL(fileURLWithPath: childPath)
         follower.arguments = ["follow", path]
-        let input = Pipe(), output = Pipe()
-        (follower.standardInput, follower.standardOutput) = (input, output)
+        let input = Pipe(), output = Pipe(), errors = Pipe()
+        (follower.standardInput, follower.standardOutput, follower.standardError) = (input, output, errors)
         try follower.run()
-        return (follower, input, output)
+        return (follower, input, output, errors)
     }
 
-    /// Tells a follower to stop, and returns its last line and exit status.
-    static func finish(_ follower: (process: Process, input: Pipe, output: Pipe)) throws -> (output: String, status: Int32) {
+    /// Tells a follower to stop, and returns its last line (or, when it failed, what it
+    /// wrote to standard error) and exit status.
+    static func finish(_ follower: (process: Process, input: Pipe, output: Pipe, errors: Pipe)) throws -> (output: String, status: Int32) {
         try follower.input.fileHandleForWriting.close()
         let output = String(decoding: follower.output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let errors = String(decoding: follower.errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         follower.process.waitUntilExit()
-        return (output.trimmingCharacters(in: .whitespacesAndNewlines), follower.process.terminationStatus)
+        let status = follower.process.terminationStatus
+        return ((status == 0 ? output : output + errors).trimmingCharacters(in: .whitespacesAndNewlines), status)
     }
 
     /// Starts the child with `arguments`, its stdout on the returned pipe.

@@ -261,8 +261,9 @@ struct ScanPrefilterTests {
         }
     }
 
-    /// Every fixed-width kind the byte check compiles to integer comparisons: signed and
-    /// unsigned integers, doubles, floats (compared as doubles), Booleans, and an optional.
+    /// Every kind the byte check compares: signed and unsigned integers, doubles, floats
+    /// (compared as doubles), Booleans, an optional, dates (with sub-second parts that the
+    /// conversion to 1970-based seconds rounds) and UUIDs.
     struct Sample: Model, Equatable {
         var id: Int64
         var level: Int
@@ -271,20 +272,27 @@ struct ScanPrefilterTests {
         var small: Float
         var flag: Bool
         var maybe: Int?
+        var due: Date
+        var owner: UUID
         static let collectionName = "samples"
         static let schema = Schema<Sample>(primaryKey: \.id)
         static let storedFields: [StoredField<Sample>] = [
             .field(\.id), .field(\.level), .field(\.count), .field(\.ratio), .field(\.small), .field(\.flag), .field(\.maybe),
+            .field(\.due), .field(\.owner),
         ]
     }
 
-    @Test("every comparison on every fixed-width kind, at and around each bound, gives the array's answer in reads and counts")
+    static let owners = (0 ..< 4).map { UUID(uuidString: "00000000-0000-0000-0000-00000000000\($0)")! }
+    static func due(_ i: Int) -> Date { Date(timeIntervalSinceReferenceDate: 700_000_000 + Double(i % 17) * 0.3 + 1e-7 * Double(i % 3)) }
+
+    @Test("every comparison on every kind the bytes are checked for, at and around each bound, gives the array's answer in reads and counts")
     func compiledComparisonsMatchTheArrayAnswer() throws {
         try withFile { path in
             let storage = try StrataStorage(path: path)
             let samples = (0 ..< 300).map { (i: Int) -> Sample in
                 Sample(id: Int64(i), level: i % 21 - 10, count: UInt64(i % 13) * 1_000_000_007, ratio: Double(i % 9) / 2 - 2,
-                       small: Float(i % 7) / 4, flag: i % 4 == 0, maybe: i % 5 == 0 ? nil : i % 6 - 3)
+                       small: Float(i % 7) / 4, flag: i % 4 == 0, maybe: i % 5 == 0 ? nil : i % 6 - 3,
+                       due: Self.due(i), owner: Self.owners[i % 4])
             }
             try storage.persist(samples)
             func check(_ filter: Filter<Sample>, _ expected: (Sample) -> Bool, _ label: String) throws {
@@ -313,6 +321,17 @@ struct ScanPrefilterTests {
             for v in [0.0, 0.5, 1.5] {
                 try check(\.small <= Float(v), { $0.small <= Float(v) }, "small <= \(v)")
             }
+            for i in [0, 1, 5, 16, 17] {
+                let date = Self.due(i)
+                try check(\.due < date, { $0.due < date }, "due < \(date.timeIntervalSinceReferenceDate)")
+                try check(\.due <= date, { $0.due <= date }, "due <= \(date.timeIntervalSinceReferenceDate)")
+                try check(\.due == date, { $0.due == date }, "due == \(date.timeIntervalSinceReferenceDate)")
+                try check(\.due > date, { $0.due > date }, "due > \(date.timeIntervalSinceReferenceDate)")
+            }
+            for owner in Self.owners + [UUID()] {
+                try check(\.owner == owner, { $0.owner == owner }, "owner == \(owner)")
+            }
+            try check(.in(\.owner, [Self.owners[1], Self.owners[3]]), { [Self.owners[1], Self.owners[3]].contains($0.owner) }, "owner IN")
             try check(\.flag == true, { $0.flag }, "flag")
             try check(\.flag == false, { !$0.flag }, "!flag")
             try check(.between(\.level, -3 ... 4), { (-3 ... 4).contains($0.level) }, "level in -3...4")

@@ -1,3 +1,4 @@
+import Foundation
 import StrataEngine
 
 /// The reads of record bytes every reader shares — the one varint decoder, and the step
@@ -43,9 +44,10 @@ enum RecordBytes {
         }
     }
 
-    /// The key (`Key`'s encoding) of the number or Boolean at `position`, converted to the
-    /// key tag `kind`; nil when the stored type cannot be converted exactly, or the bytes
-    /// are malformed.
+    /// The key (`Key`'s encoding) of the number, Boolean or date at `position`, converted to
+    /// the key tag `kind`; nil when the stored type cannot be converted exactly, or the bytes
+    /// are malformed. A date's key is computed as decoding then `Key` compute it (the
+    /// stored seconds as a `Date`, then its seconds since 1970), so the two always agree.
     @inline(__always)
     static func fixedKey(_ buffer: UnsafeRawBufferPointer, at position: Int, as kind: UInt8) -> FixedKey? {
         guard position >= 0, position < buffer.count else { return nil }
@@ -69,6 +71,14 @@ enum RecordBytes {
             return littleEndian(UInt64.self).map { FixedKey(tag: KeyTag.double, bits: Key.orderedBits(Double(bitPattern: $0))) }
         case (RecordTag.float.rawValue, KeyTag.double):
             return littleEndian(UInt32.self).map { FixedKey(tag: KeyTag.double, bits: Key.orderedBits(Double(Float(bitPattern: $0)))) }
+        case (RecordTag.referenceDate.rawValue, KeyTag.date):
+            return littleEndian(UInt64.self).map {
+                FixedKey(tag: KeyTag.date, bits: Key.orderedBits(Date(timeIntervalSinceReferenceDate: Double(bitPattern: $0)).timeIntervalSince1970))
+            }
+        case (RecordTag.date.rawValue, KeyTag.date), (RecordTag.double.rawValue, KeyTag.date):
+            return littleEndian(UInt64.self).map {
+                FixedKey(tag: KeyTag.date, bits: Key.orderedBits(Date(timeIntervalSince1970: Double(bitPattern: $0)).timeIntervalSince1970))
+            }
         case (RecordTag.bool.rawValue, KeyTag.falseValue), (RecordTag.bool.rawValue, KeyTag.trueValue):
             guard p < buffer.count else { return nil }
             return FixedKey(tag: buffer[p] != 0 ? KeyTag.trueValue : KeyTag.falseValue, bits: 0)

@@ -1,7 +1,7 @@
 import StrataEngine
 
-/// The key of a number or Boolean (`Key`'s encoding: a tag, then for numbers 8 big-endian
-/// bytes) held as two integers that order as the key's bytes do: the tag decides the
+/// The key of a number, Boolean or date (`Key`'s encoding: a tag, then for numbers and
+/// dates 8 big-endian bytes) held as two integers that order as the key's bytes do: the tag decides the
 /// length, so comparing (tag, bits) is comparing the bytes.
 struct FixedKey: Equatable {
     var tag: UInt8
@@ -13,8 +13,10 @@ struct FixedKey: Equatable {
         tag == KeyTag.null || tag == KeyTag.falseValue || tag == KeyTag.trueValue
     }
 
-    static func isNumber(_ tag: UInt8) -> Bool {
-        tag == KeyTag.int || tag == KeyTag.uint || tag == KeyTag.double
+    /// Whether keys with `tag` are the tag and 8 bytes: numbers, and dates (their seconds
+    /// since 1970 as a Double's ordered bits).
+    static func isEightByte(_ tag: UInt8) -> Bool {
+        tag == KeyTag.int || tag == KeyTag.uint || tag == KeyTag.double || tag == KeyTag.date
     }
 
     /// Its bytes, as `Key` writes them, into `buffer` (at least 9 bytes); their count.
@@ -36,7 +38,7 @@ struct FixedBound {
     /// Nil when `bytes` is not a number's or Boolean's key, or that key then 0xFF.
     init?(_ bytes: [UInt8]) {
         guard let tag = bytes.first else { return nil }
-        let length = FixedKey.isOneByte(tag) ? 1 : FixedKey.isNumber(tag) ? 9 : 0
+        let length = FixedKey.isOneByte(tag) ? 1 : FixedKey.isEightByte(tag) ? 9 : 0
         guard length > 0, bytes.count == length || (bytes.count == length + 1 && bytes[length] == 0xFF) else { return nil }
         var bits: UInt64 = 0
         if length == 9 { for byte in bytes[1 ..< 9] { bits = bits << 8 | UInt64(byte) } }
@@ -53,7 +55,7 @@ struct FixedBound {
     }
 }
 
-/// A condition on a number or Boolean field compiled once per query into comparisons of
+/// A condition on a number, Boolean or date field compiled once per query into comparisons of
 /// integers: a trivial value, so checking it on a record costs no reference counting, no
 /// `memcmp`, no key built. What `RecordPrefilter` checks a scanned record's bytes with.
 struct FixedWidthCondition {
@@ -97,6 +99,10 @@ struct FixedWidthCondition {
     @inline(__always)
     func isMet(_ record: UnsafeRawBufferPointer, at position: Int, points pointList: UnsafeBufferPointer<FixedKey>) -> Bool? {
         guard let value = RecordBytes.fixedKey(record, at: position, as: kind) else { return nil }
+        // A date's key holds its seconds since 1970, rounded: dates a few hundred nanoseconds
+        // apart can share one. Keys that differ order as the dates do (the rounding is
+        // monotonic), but a key equal to a bound's cannot tell: decoding decides.
+        if kind == KeyTag.date, isAtABound(value, pointList) { return nil }
         if let points {
             for i in points where pointList[i] == value { return true }
             return false
@@ -104,5 +110,11 @@ struct FixedWidthCondition {
         if let lower, lower.compare(value) < (lowerIncluded ? 0 : 1) { return false }
         if let upper, upper.compare(value) > (upperIncluded ? 0 : -1) { return false }
         return true
+    }
+
+    /// Whether `value` is the key of a bound or point.
+    private func isAtABound(_ value: FixedKey, _ pointList: UnsafeBufferPointer<FixedKey>) -> Bool {
+        if let points { return points.contains { pointList[$0] == value } }
+        return lower?.key == value || upper?.key == value
     }
 }

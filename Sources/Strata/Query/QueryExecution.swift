@@ -82,8 +82,8 @@ struct QueryExecution<Record> {
     }
 
     /// Reads the records an index's ranges name in primary-key order: the index gives the
-    /// primary keys, which are sorted (bytes, in one buffer), and the records fetched in that
-    /// order — neighbouring keys share tree pages, so each fetch finds its path cached. For
+    /// primary keys, which are sorted (bytes, in one buffer), and the records read in that
+    /// order by one cursor — neighbouring keys share leaves, which the cursor reads once. For
     /// every path whose reader does not need index order (results sorted in memory, kept in
     /// a heap, counted, or wanted in primary-key order).
     private func fetchInPrimaryKeyOrder(_ access: ChosenAccess, index: String,
@@ -100,13 +100,15 @@ struct QueryExecution<Record> {
         try keyBytes.withUnsafeBytes { all in
             func key(_ span: (start: Int, count: Int)) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: all[span.start ..< span.start + span.count]) }
             keys.sort { compareBytes(key($0), key($1)) < 0 }
-            let recordsTree = entry.recordsTree
+            // One cursor walks forward through the records tree: a key in the leaf it is on is
+            // found there, without a descent from the root per record.
+            let records = try engine.cursor(entry.recordsTree)
             for span in keys {
                 let primaryKey = key(span)
-                guard let more = try engine.withValue(primaryKey, in: recordsTree, { try visit(primaryKey, $0) }) else {
+                guard try records.seek(to: primaryKey), records.withKey({ compareBytes($0, primaryKey) == 0 }) else {
                     throw RecordError.corruptRecord(collection: entry.collection, reason: "index '\(index)' names primary key \(Key(bytes: Array(primaryKey))) which has no record")
                 }
-                if !more { return }
+                if try !records.withValue({ try visit(primaryKey, $0) }) { return }
             }
         }
     }

@@ -1,7 +1,7 @@
 import StrataEngine
 
-/// Conditions on a record's top-level numeric, Boolean and (ASCII) string fields, and on the
-/// elements of its top-level arrays of those, checked on its stored
+/// Conditions on a record's top-level numeric, Boolean, date, UUID and (ASCII) string
+/// fields, and on the elements of its top-level arrays of those, checked on its stored
 /// bytes before it is decoded: a full scan skips most non-matching records without running
 /// `Decodable`. Only a first pass: a record it admits is decoded and checked in full, so it
 /// must never reject a match, and admits whenever it is unsure (field absent, stored type
@@ -101,7 +101,7 @@ struct RecordPrefilter {
             }
         }
         guard let tag = keys.first?.first, keys.allSatisfy({ $0.first == tag }) else { return nil }
-        return [KeyTag.int, KeyTag.uint, KeyTag.double, KeyTag.falseValue, KeyTag.trueValue, KeyTag.string].contains(tag) ? tag : nil
+        return [KeyTag.int, KeyTag.uint, KeyTag.double, KeyTag.date, KeyTag.uuid, KeyTag.falseValue, KeyTag.trueValue, KeyTag.string].contains(tag) ? tag : nil
     }
 
     /// False only when a condition is certainly not met.
@@ -169,8 +169,21 @@ struct RecordPrefilter {
             guard DecodingContext.isASCII(bytes) else { return nil }
             return strings.contains { $0.withUnsafeBytes { compareBytes(bytes, $0) == 0 } }
         }
+        if condition.kind == KeyTag.uuid {
+            // A UUID's key is its tag and its 16 bytes, as stored: built on the stack.
+            guard try context.tag(at: position) == .uuid, position + 17 <= context.buffer.count else { return nil }
+            return withUnsafeTemporaryAllocation(byteCount: 17, alignment: 8) { key in
+                key[0] = KeyTag.uuid
+                UnsafeMutableRawBufferPointer(rebasing: key[1...]).copyMemory(from: UnsafeRawBufferPointer(rebasing: context.buffer[position + 1 ..< position + 17]))
+                return contains(condition.bounds, UnsafeRawBufferPointer(key))
+            }
+        }
+        // Dates whose bounds are plain keys are compiled (`FixedWidthCondition`, which knows
+        // when their rounded keys cannot tell); others are left to decoding.
+        if condition.kind == KeyTag.date { return nil }
         if condition.kind != KeyTag.string {
-            // Numbers and Booleans: the key is at most 9 bytes, built on the stack (measured:
+            // Numbers and Booleans (the rest of them: most are compiled into a
+            // `FixedWidthCondition`): the key is at most 9 bytes, built on the stack (measured:
             // building it in `scratch` and comparing arrays was a third of a W1 scan's
             // instructions per record).
             return withUnsafeTemporaryAllocation(byteCount: 9, alignment: 8) { key in

@@ -41,6 +41,26 @@ final class SimulatedFileSystem: FileSystem, @unchecked Sendable {
 
     static let crashErrno: Int32 = EIO
 
+    /// Called after each read, outside the lock, with the path, offset and bytes read: a
+    /// test can let another handle write "while" a reader reads (the reader has its bytes
+    /// already; its next reads see the writes). Cleared before it is called, so it runs once.
+    var afterNextRead: (@Sendable (_ path: String, _ offset: UInt64, _ count: Int) -> Void)? {
+        get { withLock { readHook } }
+        set { withLock { readHook = newValue } }
+    }
+    private var readHook: (@Sendable (String, UInt64, Int) -> Void)?
+
+    /// The read hook, taken (once) when `accept` says this read is the one.
+    func takeReadHook(path: String, offset: UInt64, count: Int, accept: (UInt64, Int) -> Bool) -> (@Sendable (String, UInt64, Int) -> Void)? {
+        withLock {
+            guard let hook = readHook, accept(offset, count) else { return nil }
+            readHook = nil
+            return hook
+        }
+    }
+    /// Which reads fire `afterNextRead`: by default the first.
+    var readHookFilter: @Sendable (_ offset: UInt64, _ count: Int) -> Bool = { _, _ in true }
+
     func withLock<R>(_ body: () throws -> R) rethrows -> R {
         lock.lock()
         defer { lock.unlock() }
@@ -176,7 +196,7 @@ final class SimulatedFile: StorageFile, @unchecked Sendable {
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
-        fileSystem.withLock {
+        let n = fileSystem.withLock {
             let start = min(Int(offset), inode.current.count)
             let n = min(buffer.count, inode.current.count - start)
             inode.current.withUnsafeBytes { source in
@@ -184,6 +204,9 @@ final class SimulatedFile: StorageFile, @unchecked Sendable {
             }
             return n
         }
+        let filter = fileSystem.withLock { fileSystem.readHookFilter }
+        fileSystem.takeReadHook(path: path, offset: offset, count: n, accept: filter)?(path, offset, n)
+        return n
     }
 
     func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
