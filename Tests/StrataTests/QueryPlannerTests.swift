@@ -184,6 +184,35 @@ struct OptionalFieldPlannerTests {
         }
     }
 
+    struct Event: Model, Equatable {
+        var id: Int64
+        var at: Date
+        static let collectionName = "events"
+        static let schema = Schema<Event>(primaryKey: \.id, indexes: [.index(\.at)])
+    }
+
+    @Test("an index on a date reads its range, yet a record whose date only shares the bound's key is neither returned nor counted")
+    func dateIndexKeysDoNotDecide() throws {
+        // Dates one Double step apart since 2001 share a key: keys hold seconds since 1970.
+        let exact = Date(timeIntervalSinceReferenceDate: 700_000_000)
+        let close = Date(timeIntervalSinceReferenceDate: 700_000_000.0.nextUp)
+        #expect(exact != close && Key(exact).bytes == Key(close).bytes, "the two dates should share a key")
+        try withStorage(0) { storage in
+            try storage.persist([Event(id: 1, at: exact), Event(id: 2, at: close), Event(id: 3, at: exact.addingTimeInterval(1))])
+            let equal = Event.filter(\.at == exact)
+            #expect(try storage.explain(equal).access == .indexPoints(index: "at", count: 1))
+            #expect(try storage.read(equal).map(\.id) == [1])
+            #expect(try storage.count(equal) == 1)
+            let after = Event.filter(\.at > exact)
+            #expect(try storage.read(after).map(\.id) == [2, 3])
+            #expect(try storage.count(after) == 2)
+            #expect(try storage.count(Event.filter(\.at <= exact)) == 1)
+            #expect(try storage.read(Event.filter(\.at < close)).map(\.id) == [1])
+            #expect(try storage.read(Event.filter(.between(\.at, exact ..< close))).map(\.id) == [1])
+            #expect(try storage.read(Event.filter(#Predicate { $0.at > exact })).map(\.id) == [2, 3])
+        }
+    }
+
     @Test("isNil and isNotNil are answered by the index on the field")
     func nilThroughIndex() throws {
         let file = try ChoreFile()

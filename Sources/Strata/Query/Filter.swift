@@ -60,10 +60,13 @@ package enum FieldBounds: Sendable, Equatable {
         // NaN keys sort above +∞ (Key's order), but no value is below NaN: ranges reaching
         // upwards stop at +∞. Without this, index counts included NaN that reads filtered out.
         let top = UnorderedKeys.ceiling(sameTypeAs: value)
+        // A date's key rounds its seconds (see `keysDecide`): strict comparisons keep the
+        // keys equal to the bound's, and the records decide.
+        let roundsKeys = value.first == KeyTag.date
         switch op {
-        case .lessThan: return .range(lower: .unbounded, upper: .excluded(value))
+        case .lessThan: return .range(lower: .unbounded, upper: .excluded(roundsKeys ? after : value))
         case .lessThanOrEqual: return .range(lower: .unbounded, upper: .excluded(after))
-        case .greaterThan: return .range(lower: .included(after), upper: top)
+        case .greaterThan: return .range(lower: .included(roundsKeys ? value : after), upper: top)
         case .greaterThanOrEqual: return .range(lower: .included(value), upper: top)
         @unknown default: return .range(lower: .unbounded, upper: .unbounded)
         }
@@ -90,6 +93,24 @@ package enum FieldBounds: Sendable, Equatable {
 
     static func prefix(_ bytes: [UInt8]) -> FieldBounds {
         .range(lower: .included(bytes), upper: KeyRange.prefixSuccessorOrMax(bytes))
+    }
+
+    /// Whether a value's key within these bounds means the value meets the condition. Not
+    /// for dates: a date's key holds its seconds since 1970 rounded to a Double, so dates a
+    /// few hundred nanoseconds apart can share a key (and a bound's).
+    var keysDecide: Bool {
+        func isDate(_ key: [UInt8]) -> Bool { key.first == KeyTag.date }
+        switch self {
+        case .points(let keys): return !keys.contains(where: isDate)
+        case .range(let lower, let upper):
+            for bound in [lower, upper] {
+                switch bound {
+                case .included(let key), .excluded(let key): if isDate(key) { return false }
+                case .unbounded: break
+                }
+            }
+            return true
+        }
     }
 }
 
@@ -209,7 +230,10 @@ public struct Filter<M>: @unchecked Sendable {
     /// - Returns: The condition, answered as one range of the primary key or an index when there
     ///   is one.
     public static func between<V: KeyComponent & Comparable>(_ keyPath: KeyPath<M, V>, _ range: Range<V>) -> Filter {
-        Filter(plan: .field(keyPath, .range(lower: .included(Key(range.lowerBound).bytes), upper: .excluded(Key(range.upperBound).bytes)))) {
+        let upper = Key(range.upperBound).bytes
+        // A date's key rounds its seconds: keep the upper bound's key, and the records decide.
+        let end = upper.first == KeyTag.date ? KeyRange.afterElements(upper) : upper
+        return Filter(plan: .field(keyPath, .range(lower: .included(Key(range.lowerBound).bytes), upper: .excluded(end)))) {
             range.contains($0[keyPath: keyPath])
         }
     }
