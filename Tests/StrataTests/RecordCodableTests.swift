@@ -98,6 +98,35 @@ struct RecordCodableTests {
         }
     }
 
+    struct Series: RecordCodable, Equatable {
+        var values: [Int]
+        var labels: [String]
+        func encode(to record: inout RecordWriter) throws {
+            try record.encode(values, forKey: "values")
+            try record.encode(labels, forKey: "labels")
+        }
+        init(from record: inout RecordReader) throws {
+            values = try record.decode([Int].self, forKey: "values")
+            labels = try record.decode([String].self, forKey: "labels")
+        }
+        init(values: [Int], labels: [String]) { (self.values, self.labels) = (values, labels) }
+    }
+
+    @Test("arrays of strings and integers are written and read in place, as Codable writes them; an element of another type is named")
+    func arrayFastPaths() throws {
+        for n in [0, 1, 5, 200] {
+            #expect(try RecordCodableConformance.check(Series(values: (0 ..< n).map { $0 * 1_000_003 - 7 }, labels: (0 ..< n).map { "é\($0)" })))
+        }
+        struct Other: Codable { var values: [Double] }
+        var fields = FieldTable()
+        let stored = try RecordEncoder.encode(Other(values: [1.5]), fields: &fields, collection: "series")
+        #expect(throws: RecordError.typeMismatch(collection: "series", field: "values", stored: "Double", expected: "Int")) {
+            try RecordDecoder.decode(Series.self, from: stored, fields: fields, collection: "series")
+        }
+        let absent = try RecordEncoder.encode(Other(values: []), fields: &fields, collection: "series")
+        #expect(throws: Never.self) { try RecordDecoder.decode(Series.self, from: absent, fields: fields, collection: "series") }
+    }
+
     @Test("a RecordCodable model is stored, indexed and queried like any model")
     func throughStorage() throws {
         let path = NSTemporaryDirectory() + "strata-fast-" + UUID().uuidString + ".strata"

@@ -106,6 +106,33 @@ public struct RecordWriter {
     /// - Throws: Nothing for this type; declared for the generic overload's sake.
     public mutating func encode(_ value: Bool, forKey key: String) throws { field(key); bytes.appendBool(value) }
 
+    /// Writes a `[String]` field: the bytes the `Codable` path writes, without a container
+    /// or a call per element.
+    ///
+    /// - Parameters:
+    ///   - value: The field's value.
+    ///   - key: The field's name, as `Codable` names it.
+    /// - Throws: Nothing for this type; declared for the generic overload's sake.
+    public mutating func encode(_ value: [String], forKey key: String) throws {
+        field(key)
+        bytes.appendTag(.unkeyed)
+        bytes.appendVarint(UInt64(value.count))
+        for element in value { bytes.appendText(element) }
+    }
+
+    /// Writes an `[Int]` field, as the `Codable` path does.
+    ///
+    /// - Parameters:
+    ///   - value: The field's value.
+    ///   - key: The field's name, as `Codable` names it.
+    /// - Throws: Nothing for this type; declared for the generic overload's sake.
+    public mutating func encode(_ value: [Int], forKey key: String) throws {
+        field(key)
+        bytes.appendTag(.unkeyed)
+        bytes.appendVarint(UInt64(value.count))
+        for element in value { bytes.appendInt(Int64(element)) }
+    }
+
     /// Any other `Encodable` value (dates, UUIDs, arrays, nested structs, …), through the
     /// Codable path.
     ///
@@ -249,6 +276,34 @@ public struct RecordReader {
     /// - Returns: The stored Boolean.
     public mutating func decode(_ type: Bool.Type, forKey key: String) throws -> Bool {
         try field(key, absent: false) { try $0.bool(at: $1, parent: nil, key: nil) }
+    }
+
+    /// Reads a `[String]` field ([] when absent) without a container or a call per element.
+    ///
+    /// - Parameters:
+    ///   - type: `[String].self`.
+    ///   - key: The field's name.
+    /// - Returns: The stored strings.
+    /// - Throws: `RecordError.typeMismatch` for another stored type (of the field or an
+    ///   element); `.corruptRecord` for malformed bytes.
+    public mutating func decode(_ type: [String].Type, forKey key: String) throws -> [String] {
+        try field(key, absent: []) { context, position in
+            try context.elements(at: position, as: [String].self) { try $0.string(at: $1, parent: nil, key: nil) }
+        }
+    }
+
+    /// Reads an `[Int]` field ([] when absent), as `decode(_:forKey:)` for `[String]` does.
+    ///
+    /// - Parameters:
+    ///   - type: `[Int].self`.
+    ///   - key: The field's name.
+    /// - Returns: The stored integers.
+    /// - Throws: `RecordError.typeMismatch` for another stored type or an integer out of
+    ///   range; `.corruptRecord` for malformed bytes.
+    public mutating func decode(_ type: [Int].Type, forKey key: String) throws -> [Int] {
+        try field(key, absent: []) { context, position in
+            try context.elements(at: position, as: [Int].self) { try $0.integer(Int.self, at: $1, parent: nil, key: nil) }
+        }
     }
 
     /// Reads `key`'s value with `read`, or `absent` when the record lacks it. `read` reports

@@ -287,6 +287,26 @@ final class DecodingContext {
         return try string(at: position + 1).0
     }
 
+    /// The elements of the array at `position`, each read by `element` (given the context
+    /// and the element's position): the unkeyed container's bytes read in place, for the
+    /// `RecordReader` fast paths.
+    @inline(__always)
+    func elements<Element>(at position: Int, as type: [Element].Type, _ element: (DecodingContext, Int) throws -> Element) throws -> [Element] {
+        let stored = try tag(at: position)
+        guard stored == .unkeyed else { throw mismatch(stored, expected: type, parent: nil, key: nil) }
+        var p = position + 1
+        let count = try varint(at: &p)
+        // Every element takes at least a byte: a count beyond the bytes left is malformed.
+        guard count <= UInt64(buffer.count - p) else { throw corrupt("array of \(count) elements runs past the end") }
+        var result: [Element] = []
+        result.reserveCapacity(Int(count))
+        for _ in 0 ..< count {
+            result.append(try element(self, p))
+            p = try skip(at: p)
+        }
+        return result
+    }
+
     /// Decodes any value at `position`, or the zero value of `type` when `position` is nil
     /// (the field is absent from the record).
     func decode<T: Decodable>(_ type: T.Type, at position: Int?, parent: ValueDecoder?, key: CodingKey?) throws -> T {

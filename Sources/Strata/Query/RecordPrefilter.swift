@@ -203,6 +203,7 @@ struct RecordPrefilter {
         guard try context.tag(at: position) == .unkeyed else { return nil }
         var p = position + 1
         let count = try context.varint(at: &p)
+        if let strings = condition.strings { return someString(context.buffer, from: p, count: count, in: strings) }
         var unsure = false
         for _ in 0 ..< count {
             switch try value(context, at: p, meets: condition, scratch: &scratch) {
@@ -211,6 +212,35 @@ struct RecordPrefilter {
             case false?: break
             }
             p = try context.skip(at: p)
+        }
+        return unsure ? nil : false
+    }
+
+    /// `someElement` for string equality (`contains`, the common array condition): each of
+    /// the `count` elements from `position` compared in place with the wanted strings' bytes
+    /// (an ASCII element is equal to a wanted string exactly when its bytes are — see
+    /// `value`), with no call or key per element. Nil when an element is not ASCII text, or
+    /// the bytes are malformed.
+    private static func someString(_ buffer: UnsafeRawBufferPointer, from position: Int, count: UInt64, in strings: [[UInt8]]) -> Bool? {
+        var p = position, unsure = false
+        for _ in 0 ..< count {
+            guard p < buffer.count, buffer[p] == RecordTag.string.rawValue else {
+                unsure = true
+                guard let end = RecordBytes.endOfStringOrInteger(buffer, at: p) else { return nil }
+                p = end
+                continue
+            }
+            var start = p + 1
+            guard let length = RecordBytes.varint(buffer, at: &start), length <= UInt64(buffer.count - start) else { return nil }
+            let text = UnsafeRawBufferPointer(rebasing: buffer[start ..< start + Int(length)])
+            p = start + Int(length)
+            guard DecodingContext.isASCII(text) else {
+                unsure = true
+                continue
+            }
+            for wanted in strings where wanted.count == text.count {
+                if wanted.withUnsafeBytes({ compareBytes(text, $0) == 0 }) { return true }
+            }
         }
         return unsure ? nil : false
     }
