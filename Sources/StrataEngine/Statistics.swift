@@ -99,6 +99,9 @@ public struct SpaceReport: Sendable, Equatable {
 extension SpaceReport: Encodable {
     private enum CodingKeys: String, CodingKey { case fileSize, liveBytes, deadBytes, preallocatedBytes, unattributedDeadBytes, trees }
 
+    /// Encodes the report's sizes and trees.
+    /// - Parameter encoder: The encoder.
+    /// - Throws: What the encoder throws.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(fileSize, forKey: .fileSize)

@@ -17,7 +17,11 @@ public struct Ignored<Value: EmptyInitializable>: Codable {
     public init(wrappedValue: Value) { self.wrappedValue = wrappedValue }
     // Reached only when an `Ignored` value is coded outside a keyed container (a top-level
     // value or an array element); keyed containers use the overloads below and skip it.
+    /// The initial value `Value()`: an ignored field is never stored.
+    /// - Parameter decoder: Not read.
     public init(from decoder: any Decoder) throws { wrappedValue = Value() }
+    /// Writes nothing: an ignored field is never stored.
+    /// - Parameter encoder: Not written to.
     public func encode(to encoder: any Encoder) throws {}
 }
 

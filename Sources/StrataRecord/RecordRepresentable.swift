@@ -22,11 +22,17 @@ public protocol RecordRepresentable: Codable {
 }
 
 extension RecordRepresentable {
+    /// Encodes `storedValue` in the value's place.
+    /// - Parameter encoder: The encoder.
+    /// - Throws: What encoding `storedValue` throws.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(storedValue)
     }
 
+    /// Decodes a `StoredValue` and restores the value from it.
+    /// - Parameter decoder: The decoder.
+    /// - Throws: What decoding the stored value throws, or `init(storedValue:)`'s error.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         try self.init(storedValue: try container.decode(StoredValue.self))

@@ -10,7 +10,11 @@ public struct RecordState: Sendable, Equatable, Codable {
     /// The state of a record not yet loaded or saved.
     public init() {}
     // Reached only outside keyed containers; keyed containers use the overloads below.
+    /// A fresh state: the state is never stored.
+    /// - Parameter decoder: Not read.
     public init(from decoder: any Decoder) throws {}
+    /// Writes nothing: the state is never stored.
+    /// - Parameter encoder: Not written to.
     public func encode(to encoder: any Encoder) throws {}
 }
 

@@ -65,6 +65,7 @@ import Synchronization
 
 /// The PostgreSQL server the tests use.
 public enum PostgresTestServer {
+    /// `STRATA_POSTGRES_URL`, or the role and database `scripts/setup.sh` creates.
     public static let url = ProcessInfo.processInfo.environment["STRATA_POSTGRES_URL"] ?? "postgres://strata:strata@localhost:5432/strata_test"
 
     /// In CI the PostgreSQL cases must run.

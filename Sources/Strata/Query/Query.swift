@@ -336,6 +336,9 @@ extension QueryPlan: Encodable {
         case collection, access, range, residualFilter, sortsInMemory, stopsAfter, keepsTop, estimatedRows, alternatives, sql, text
     }
 
+    /// Encodes the plan as JSON-ready fields (access as text, the description as `text`).
+    /// - Parameter encoder: The encoder.
+    /// - Throws: What the encoder throws.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(collection, forKey: .collection)
@@ -355,6 +358,9 @@ extension QueryPlan: Encodable {
 extension QueryPlan.Alternative: Encodable {
     private enum CodingKeys: String, CodingKey { case access, estimatedRows }
 
+    /// Encodes the alternative's access (as text) and estimated rows.
+    /// - Parameter encoder: The encoder.
+    /// - Throws: What the encoder throws.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode("\(access)", forKey: .access)
