@@ -35,7 +35,7 @@ struct FixedBound {
     let key: FixedKey
     let isAfterKey: Bool
 
-    /// Nil when `bytes` is not a number's or Boolean's key, or that key then 0xFF.
+    /// Nil when `bytes` is not a number's, Boolean's or date's key, or that key then 0xFF.
     init?(_ bytes: [UInt8]) {
         guard let tag = bytes.first else { return nil }
         let length = FixedKey.isOneByte(tag) ? 1 : FixedKey.isEightByte(tag) ? 9 : 0
@@ -67,7 +67,8 @@ struct FixedWidthCondition {
     /// The condition's values in the shared point list, when it is `==` or `IN`.
     private let points: Range<Int>?
 
-    /// Nil when a bound is not a plain number or Boolean key; points are appended to `pointList`.
+    /// Nil when a bound is not a plain number, Boolean or date key; points are appended to
+    /// `pointList`.
     init?(field: UInt32, bounds: FieldBounds, kind: UInt8, pointList: inout [FixedKey]) {
         guard kind != KeyTag.string else { return nil }
         (self.field, self.kind) = (field, kind)

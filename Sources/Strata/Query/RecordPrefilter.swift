@@ -42,7 +42,7 @@ struct RecordPrefilter {
         }
     }
 
-    /// Conditions on numbers and Booleans, compiled to integer comparisons: trivial values,
+    /// Conditions on numbers, Booleans and dates, compiled to integer comparisons: trivial values,
     /// so checking one costs no reference counting, copy or `memcmp` per record.
     private let fixed: [FixedWidthCondition]
     /// The values of `fixed` conditions that are sets of points (`==`, `IN`).
