@@ -25,3 +25,20 @@ func compareBytes(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Int {
 func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
     a.withUnsafeBytes { ra in b.withUnsafeBytes { compareBytes(ra, $0) } }
 }
+
+/// Whether two byte strings are equal: a word at a time, with no call, for the short
+/// strings that scans compare in place (a `memcmp` call cost more than comparing them).
+@inlinable @inline(__always)
+package func equalBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+    guard a.count == b.count else { return false }
+    var i = 0
+    while a.count - i >= 8 {
+        if a.loadUnaligned(fromByteOffset: i, as: UInt64.self) != b.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
+        i += 8
+    }
+    while i < a.count {
+        if a[i] != b[i] { return false }
+        i += 1
+    }
+    return true
+}

@@ -27,10 +27,12 @@ enum RecordBytes {
         return nil
     }
 
-    /// Where the string or integer at `position` ends; nil for any other value, and for
-    /// malformed bytes.
+    /// Where the scalar value (any but a struct, array or dictionary) at `position` ends;
+    /// nil for a container, an unknown tag, and malformed bytes. A record walk steps over
+    /// fields with it, leaving containers to `DecodingContext.skip`. Integers and strings,
+    /// most fields, are stepped over in line; the rest in a call.
     @inline(__always)
-    static func endOfStringOrInteger(_ buffer: UnsafeRawBufferPointer, at position: Int) -> Int? {
+    static func endOfScalar(_ buffer: UnsafeRawBufferPointer, at position: Int) -> Int? {
         guard position >= 0, position < buffer.count else { return nil }
         var p = position + 1
         switch buffer[position] {
@@ -40,8 +42,35 @@ enum RecordBytes {
             guard let length = varint(buffer, at: &p), length <= UInt64(buffer.count - p) else { return nil }
             return p + Int(length)
         default:
-            return nil
+            return endOfOtherScalar(buffer, at: position)
         }
+    }
+
+    /// `endOfScalar` for the values other than integers and strings.
+    @inline(never)
+    private static func endOfOtherScalar(_ buffer: UnsafeRawBufferPointer, at position: Int) -> Int? {
+        let p = position + 1
+        let size: Int
+        switch buffer[position] {
+        case RecordTag.bytes.rawValue, RecordTag.url.rawValue, RecordTag.decimal.rawValue:
+            return endOfLengthPrefixed(buffer, at: position)
+        case RecordTag.double.rawValue, RecordTag.date.rawValue, RecordTag.referenceDate.rawValue: size = 8
+        case RecordTag.float.rawValue: size = 4
+        case RecordTag.bool.rawValue: size = 1
+        case RecordTag.uuid.rawValue: size = 16
+        case RecordTag.null.rawValue: size = 0
+        default: return nil
+        }
+        return size <= buffer.count - p ? p + size : nil
+    }
+
+    /// Where the length-prefixed value (data, URL, decimal) at `position` ends; nil when its
+    /// length runs past the end.
+    @inline(__always)
+    private static func endOfLengthPrefixed(_ buffer: UnsafeRawBufferPointer, at position: Int) -> Int? {
+        var p = position + 1
+        guard let length = varint(buffer, at: &p), length <= UInt64(buffer.count - p) else { return nil }
+        return p + Int(length)
     }
 
     /// The key (`Key`'s encoding) of the number, Boolean or date at `position`, converted to

@@ -225,7 +225,7 @@ public struct RecordReader {
     ///   - key: The field's name.
     /// - Returns: The stored text.
     public mutating func decode(_ type: String.Type, forKey key: String) throws -> String {
-        try field(key, absent: "") { try $0.string(at: $1, parent: nil, key: nil) }
+        try field(key, absent: "") { try $0.stringValue(at: $1) }
     }
 
     /// Reads an Int field (0 when absent).
@@ -235,7 +235,7 @@ public struct RecordReader {
     ///   - key: The field's name.
     /// - Returns: The stored integer, converted when it was stored with another width.
     public mutating func decode(_ type: Int.Type, forKey key: String) throws -> Int {
-        try field(key, absent: 0) { try $0.integer(Int.self, at: $1, parent: nil, key: nil) }
+        try field(key, absent: 0) { try $0.integer(Int.self, at: $1) }
     }
 
     /// Reads an Int64 field (0 when absent).
@@ -245,7 +245,7 @@ public struct RecordReader {
     ///   - key: The field's name.
     /// - Returns: The stored integer, converted when it was stored with another width.
     public mutating func decode(_ type: Int64.Type, forKey key: String) throws -> Int64 {
-        try field(key, absent: 0) { try $0.integer(Int64.self, at: $1, parent: nil, key: nil) }
+        try field(key, absent: 0) { try $0.integer(Int64.self, at: $1) }
     }
 
     /// Reads a UInt64 field (0 when absent).
@@ -255,7 +255,7 @@ public struct RecordReader {
     ///   - key: The field's name.
     /// - Returns: The stored integer, converted when it was stored signed and is not negative.
     public mutating func decode(_ type: UInt64.Type, forKey key: String) throws -> UInt64 {
-        try field(key, absent: 0) { try $0.integer(UInt64.self, at: $1, parent: nil, key: nil) }
+        try field(key, absent: 0) { try $0.integer(UInt64.self, at: $1) }
     }
 
     /// Reads a Double field (0 when absent).
@@ -265,7 +265,7 @@ public struct RecordReader {
     ///   - key: The field's name.
     /// - Returns: The stored number (a stored `Float` widened).
     public mutating func decode(_ type: Double.Type, forKey key: String) throws -> Double {
-        try field(key, absent: 0) { try $0.double(at: $1, parent: nil, key: nil) }
+        try field(key, absent: 0) { try $0.double(at: $1) }
     }
 
     /// Reads a Bool field (false when absent).
@@ -275,7 +275,7 @@ public struct RecordReader {
     ///   - key: The field's name.
     /// - Returns: The stored Boolean.
     public mutating func decode(_ type: Bool.Type, forKey key: String) throws -> Bool {
-        try field(key, absent: false) { try $0.bool(at: $1, parent: nil, key: nil) }
+        try field(key, absent: false) { try $0.bool(at: $1) }
     }
 
     /// Reads a `[String]` field ([] when absent) without a container or a call per element.
@@ -288,7 +288,7 @@ public struct RecordReader {
     ///   element); `.corruptRecord` for malformed bytes.
     public mutating func decode(_ type: [String].Type, forKey key: String) throws -> [String] {
         try field(key, absent: []) { context, position in
-            try context.elements(at: position, as: [String].self) { try $0.string(at: $1, parent: nil, key: nil) }
+            try context.elements(at: position, as: [String].self) { try $0.stringValue(at: $1) }
         }
     }
 
@@ -302,7 +302,7 @@ public struct RecordReader {
     ///   range; `.corruptRecord` for malformed bytes.
     public mutating func decode(_ type: [Int].Type, forKey key: String) throws -> [Int] {
         try field(key, absent: []) { context, position in
-            try context.elements(at: position, as: [Int].self) { try $0.integer(Int.self, at: $1, parent: nil, key: nil) }
+            try context.elements(at: position, as: [Int].self) { try $0.integer(Int.self, at: $1) }
         }
     }
 

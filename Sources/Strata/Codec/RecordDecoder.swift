@@ -168,7 +168,7 @@ final class DecodingContext {
     /// every other value, and malformed bytes, go to `skipOther`.
     @inline(__always)
     func skip(at position: Int, depth: Int = 0) throws -> Int {
-        if let end = RecordBytes.endOfStringOrInteger(buffer, at: position) { return end }
+        if let end = RecordBytes.endOfScalar(buffer, at: position) { return end }
         return try skipOther(at: position, depth: depth)
     }
 
@@ -235,11 +235,13 @@ final class DecodingContext {
         .typeMismatch(collection: collection, field: Self.path(parent, key), stored: stored.description, expected: "\(expected)")
     }
 
-    // The typed reads are inlined: `RecordReader` passes nil for the coding path, which then
-    // costs nothing, where a call built and destroyed an optional `CodingKey` existential
-    // for every field read (callgrind: a tenth of decoding a W1 user).
+    // The typed reads name no field: a type mismatch says "(record)" and the caller that knows
+    // the field renames it (`naming`, `RecordReader`), so the coding path — an optional
+    // `CodingKey` existential, whose destruction went through `Optional`'s generic value
+    // witness on every field read (callgrind: ~60 instructions per field of a W1 user) — is
+    // only touched when something fails.
     @inline(__always)
-    func integer<T: FixedWidthInteger>(_ type: T.Type, at position: Int, parent: ValueDecoder?, key: CodingKey?) throws -> T {
+    func integer<T: FixedWidthInteger>(_ type: T.Type, at position: Int) throws -> T {
         var p = position + 1
         let stored = try tag(at: position)
         // Narrowing by truncate-and-compare: `T(exactly:)` would need `Optional<T>` metadata
@@ -254,37 +256,49 @@ final class DecodingContext {
             let wide = try varint(at: &p)
             value = T(truncatingIfNeeded: wide)
             fits = UInt64(truncatingIfNeeded: value) == wide && (value >= 0)
-        default: throw mismatch(stored, expected: type, parent: parent, key: key)
+        default: throw mismatch(stored, expected: type, parent: nil, key: nil)
         }
         guard fits else {
-            throw RecordError.typeMismatch(collection: collection, field: Self.path(parent, key), stored: "an integer out of range", expected: "\(type)")
+            throw RecordError.typeMismatch(collection: collection, field: Self.path(nil, nil), stored: "an integer out of range", expected: "\(type)")
         }
         return value
     }
 
     @inline(__always)
-    func double(at position: Int, parent: ValueDecoder?, key: CodingKey?) throws -> Double {
+    func double(at position: Int) throws -> Double {
         let stored = try tag(at: position)
         switch stored {
         case .double: return Double(bitPattern: try fixed(UInt64.self, at: position + 1))
         case .float: return Double(Float(bitPattern: try fixed(UInt32.self, at: position + 1)))
-        default: throw mismatch(stored, expected: Double.self, parent: parent, key: key)
+        default: throw mismatch(stored, expected: Double.self, parent: nil, key: nil)
         }
     }
 
     @inline(__always)
-    func bool(at position: Int, parent: ValueDecoder?, key: CodingKey?) throws -> Bool {
+    func bool(at position: Int) throws -> Bool {
         let stored = try tag(at: position)
-        guard stored == .bool else { throw mismatch(stored, expected: Bool.self, parent: parent, key: key) }
+        guard stored == .bool else { throw mismatch(stored, expected: Bool.self, parent: nil, key: nil) }
         guard position + 1 < buffer.count else { throw corrupt("value runs past the end") }
         return buffer[position + 1] != 0
     }
 
+    /// The string value (tag included) at `position`.
     @inline(__always)
-    func string(at position: Int, parent: ValueDecoder?, key: CodingKey?) throws -> String {
+    func stringValue(at position: Int) throws -> String {
         let stored = try tag(at: position)
-        guard stored == .string else { throw mismatch(stored, expected: String.self, parent: parent, key: key) }
+        guard stored == .string else { throw mismatch(stored, expected: String.self, parent: nil, key: nil) }
         return try string(at: position + 1).0
+    }
+
+    /// `read`, with a type mismatch it reports renamed to the field at `parent`/`key`: the
+    /// `Codable` containers' typed reads.
+    @inline(__always)
+    func naming<R>(_ parent: ValueDecoder?, _ key: CodingKey?, _ read: () throws -> R) throws -> R {
+        do {
+            return try read()
+        } catch RecordError.typeMismatch(let collection, _, let stored, let expected) {
+            throw RecordError.typeMismatch(collection: collection, field: Self.path(parent, key), stored: stored, expected: expected)
+        }
     }
 
     /// The elements of the array at `position`, each read by `element` (given the context
@@ -317,11 +331,11 @@ final class DecodingContext {
             : type == Bool.self ? .bool : type == Date.self ? .date : type == UUID.self ? .uuid : type == Data.self ? .data
             : type == URL.self ? .url : type == Decimal.self ? .decimal : nil
         switch known {
-        case .string: return try string(at: position, parent: parent, key: key) as! T
-        case .double: return try double(at: position, parent: parent, key: key) as! T
-        case .int: return try integer(Int.self, at: position, parent: parent, key: key) as! T
-        case .int64: return try integer(Int64.self, at: position, parent: parent, key: key) as! T
-        case .bool: return try bool(at: position, parent: parent, key: key) as! T
+        case .string: return try naming(parent, key) { try stringValue(at: position) } as! T
+        case .double: return try naming(parent, key) { try double(at: position) } as! T
+        case .int: return try naming(parent, key) { try integer(Int.self, at: position) } as! T
+        case .int64: return try naming(parent, key) { try integer(Int64.self, at: position) } as! T
+        case .bool: return try naming(parent, key) { try bool(at: position) } as! T
         case .date:
             let stored = try tag(at: position)
             let seconds = Double(bitPattern: try fixed(UInt64.self, at: position + 1))
@@ -498,17 +512,17 @@ struct KeyedRecordDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     // Primitives skip the generic path.
     func decode(_ type: String.Type, forKey key: Key) throws -> String {
         guard let p = position(of: key) else { return "" }
-        return try decoder.context.string(at: p, parent: decoder, key: key)
+        return try decoder.context.naming(decoder, key) { try decoder.context.stringValue(at: p) }
     }
 
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
         guard let p = position(of: key) else { return 0 }
-        return try decoder.context.double(at: p, parent: decoder, key: key)
+        return try decoder.context.naming(decoder, key) { try decoder.context.double(at: p) }
     }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
         guard let p = position(of: key) else { return false }
-        return try decoder.context.bool(at: p, parent: decoder, key: key)
+        return try decoder.context.naming(decoder, key) { try decoder.context.bool(at: p) }
     }
 
     func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try integer(type, key) }
@@ -518,17 +532,17 @@ struct KeyedRecordDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
 
     private func integer<T: FixedWidthInteger>(_ type: T.Type, _ key: Key) throws -> T {
         guard let p = position(of: key) else { return 0 }
-        return try decoder.context.integer(type, at: p, parent: decoder, key: key)
+        return try decoder.context.naming(decoder, key) { try decoder.context.integer(type, at: p) }
     }
 
     func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
         guard let p = position(of: key), try decoder.context.tag(at: p) != .null else { return nil }
-        return try decoder.context.string(at: p, parent: decoder, key: key)
+        return try decoder.context.naming(decoder, key) { try decoder.context.stringValue(at: p) }
     }
 
     func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
         guard let p = position(of: key), try decoder.context.tag(at: p) != .null else { return nil }
-        return try decoder.context.integer(type, at: p, parent: decoder, key: key)
+        return try decoder.context.naming(decoder, key) { try decoder.context.integer(type, at: p) }
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
@@ -632,11 +646,11 @@ struct SingleValueRecordDecodingContainer: SingleValueDecodingContainer {
     func decode(_ type: UInt64.Type) throws -> UInt64 { try integer(type) }
     func decode(_ type: Float.Type) throws -> Float {
         guard let p = decoder.position else { return 0 }
-        return Float(try decoder.context.double(at: p, parent: decoder.parent, key: decoder.key))
+        return Float(try decoder.context.naming(decoder.parent, decoder.key) { try decoder.context.double(at: p) })
     }
 
     private func integer<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
         guard let p = decoder.position else { return 0 }
-        return try decoder.context.integer(type, at: p, parent: decoder.parent, key: decoder.key)
+        return try decoder.context.naming(decoder.parent, decoder.key) { try decoder.context.integer(type, at: p) }
     }
 }

@@ -61,6 +61,8 @@ struct RecordPrefilter {
     private let context: DecodingContext
     /// Whether every condition it was given is checked here (none was left to decoding).
     let checksAll: Bool
+    /// The fields some condition is on: the walk steps over the others.
+    private let walked: FieldSet
 
     /// Nil when no condition can be checked on the bytes.
     /// `elements` are conditions on array fields, met when one element is within the bounds.
@@ -83,6 +85,7 @@ struct RecordPrefilter {
             }
         }
         (self.fixed, fixedPoints, self.conditions) = (fixed, points, general)
+        walked = FieldSet(all.map(\.field))
         checksAll = all.count == conditions.count + elements.count
         context = DecodingContext(buffer: UnsafeRawBufferPointer(start: nil, count: 0), fields: fields, collection: collection)
     }
@@ -118,7 +121,7 @@ struct RecordPrefilter {
         var decided = 0, rejected = false
         fixed.withUnsafeBufferPointer { fixed in
             fixedPoints.withUnsafeBufferPointer { points in
-                _ = Self.forEachField(of: record, in: context) { field, position in
+                _ = Self.forEachField(of: record, in: context, only: walked) { field, position in
                     for i in fixed.indices where fixed[i].field == field {
                         guard let met = fixed[i].isMet(record, at: position, points: points) else { continue }
                         guard met else {
@@ -167,7 +170,7 @@ struct RecordPrefilter {
             guard try context.tag(at: position) == .string else { return nil }
             let (bytes, _) = try context.lengthPrefixed(at: position + 1)
             guard DecodingContext.isASCII(bytes) else { return nil }
-            return strings.contains { $0.withUnsafeBytes { compareBytes(bytes, $0) == 0 } }
+            return strings.contains { $0.withUnsafeBytes { equalBytes(bytes, $0) } }
         }
         if condition.kind == KeyTag.uuid {
             // A UUID's key is its tag and its 16 bytes, as stored: built on the stack.
@@ -217,39 +220,57 @@ struct RecordPrefilter {
     }
 
     /// `someElement` for string equality (`contains`, the common array condition): each of
-    /// the `count` elements from `position` compared in place with the wanted strings' bytes
-    /// (an ASCII element is equal to a wanted string exactly when its bytes are — see
-    /// `value`), with no call or key per element. Nil when an element is not ASCII text, or
-    /// the bytes are malformed.
+    /// the `count` elements from `position` compared in place with the wanted strings' bytes,
+    /// with no call, copy or reference count per element. Equal bytes are equal strings; an
+    /// ASCII element with other bytes is another string (see `value`). Nil when an element
+    /// is not a string or not ASCII (and none matched), or the bytes are malformed.
     private static func someString(_ buffer: UnsafeRawBufferPointer, from position: Int, count: UInt64, in strings: [[UInt8]]) -> Bool? {
-        var p = position, unsure = false
-        for _ in 0 ..< count {
-            guard p < buffer.count, buffer[p] == RecordTag.string.rawValue else {
-                unsure = true
-                guard let end = RecordBytes.endOfStringOrInteger(buffer, at: p) else { return nil }
-                p = end
-                continue
+        strings.withUnsafeBufferPointer { wanted -> Bool? in
+            var p = position, notString = false
+            for _ in 0 ..< count {
+                guard p < buffer.count else { return nil }
+                guard buffer[p] == RecordTag.string.rawValue else {
+                    notString = true
+                    guard let end = RecordBytes.endOfScalar(buffer, at: p) else { return nil }
+                    p = end
+                    continue
+                }
+                var start = p + 1
+                guard let length = RecordBytes.varint(buffer, at: &start), length <= UInt64(buffer.count - start) else { return nil }
+                p = start + Int(length)
+                for i in wanted.indices where wanted[i].count == Int(length) {
+                    let text = UnsafeRawBufferPointer(rebasing: buffer[start ..< p])
+                    if wanted[i].withUnsafeBytes({ equalBytes(text, $0) }) { return true }
+                }
             }
-            var start = p + 1
-            guard let length = RecordBytes.varint(buffer, at: &start), length <= UInt64(buffer.count - start) else { return nil }
-            let text = UnsafeRawBufferPointer(rebasing: buffer[start ..< start + Int(length)])
-            p = start + Int(length)
-            guard DecodingContext.isASCII(text) else {
-                unsure = true
-                continue
-            }
-            for wanted in strings where wanted.count == text.count {
-                if wanted.withUnsafeBytes({ compareBytes(text, $0) == 0 }) { return true }
-            }
+            if notString { return nil }
+            // None matched: the answer is no when every element is ASCII. The elements' tags
+            // and one-byte lengths are ASCII bytes too, so one pass over the array's bytes
+            // usually tells; else each element's text is checked.
+            let elements = UnsafeRawBufferPointer(rebasing: buffer[position ..< p])
+            return DecodingContext.isASCII(elements) || everyStringIsASCII(buffer, from: position, count: count) ? false : nil
         }
-        return unsure ? nil : false
     }
 
-    /// Calls `body` with each top-level field's id and the position of its value, while it
-    /// returns true; false when the record is not a keyed container, is malformed, or `body`
-    /// stopped or threw.
+    /// Whether each of the `count` strings from `position` (checked well-formed by the
+    /// caller) is ASCII text.
+    private static func everyStringIsASCII(_ buffer: UnsafeRawBufferPointer, from position: Int, count: UInt64) -> Bool {
+        var p = position
+        for _ in 0 ..< count {
+            var start = p + 1
+            guard let length = RecordBytes.varint(buffer, at: &start) else { return false }
+            p = start + Int(length)
+            guard DecodingContext.isASCII(UnsafeRawBufferPointer(rebasing: buffer[start ..< p])) else { return false }
+        }
+        return true
+    }
+
+    /// Calls `body` with the id and value position of each top-level field in `fields`, while
+    /// it returns true; false when the record is not a keyed container, is malformed, or
+    /// `body` stopped or threw. Other fields are stepped over in line (a scan walks every
+    /// record: a call per field was a third of the walk's instructions).
     @inline(__always)
-    static func forEachField(of record: UnsafeRawBufferPointer, in context: DecodingContext,
+    static func forEachField(of record: UnsafeRawBufferPointer, in context: DecodingContext, only fields: FieldSet,
                              _ body: (_ field: UInt32, _ position: Int) throws -> Bool) -> Bool {
         context.buffer = record
         guard !record.isEmpty, record[0] == RecordTag.keyed.rawValue else { return false }
@@ -258,8 +279,10 @@ struct RecordPrefilter {
         do {
             for _ in 0 ..< count {
                 guard let field = RecordBytes.varint(record, at: &p) else { return false }
-                guard try body(UInt32(truncatingIfNeeded: field), p) else { return false }
-                p = try context.skip(at: p)
+                if fields.contains(field) {
+                    guard try body(UInt32(truncatingIfNeeded: field), p) else { return false }
+                }
+                if let end = RecordBytes.endOfScalar(record, at: p) { p = end } else { p = try context.skip(at: p) }
             }
             return true
         } catch {
@@ -299,6 +322,22 @@ struct RecordPrefilter {
 
 }
 
+/// The field ids a record walk hands to its body: ids below 64 as bits of one word, every
+/// larger id always (the body compares ids itself, so a false "contains" never changes an
+/// answer; it only spares the call).
+struct FieldSet {
+    private let bits: UInt64
+
+    init(_ ids: some Sequence<UInt32>) {
+        bits = ids.reduce(0) { $1 < 64 ? $0 | 1 << UInt64($1) : $0 }
+    }
+
+    @inline(__always)
+    func contains(_ id: UInt64) -> Bool {
+        id >= 64 || bits & (1 << id) != 0
+    }
+}
+
 /// Where some fields' values start in the record being read (-1: not seen), reused across
 /// records by one query on one thread.
 private final class FieldPositions {
@@ -336,9 +375,10 @@ extension ByteOrder {
         // was checked dynamically at each access, a fifth of a top-k query's instructions.)
         let positions = FieldPositions(sortFields.count)
         let keyFields = sortFields   // a constant: the closure reads it without access checks
+        let sortFieldIDs = FieldSet(sortFields.map(\.id))
         self.init(keyLength: keyFields.reduce(0) { $0 + ($1.kind == KeyTag.int ? 9 : 1) }, key: { record, key in
             for i in positions.values.indices { positions.values[i] = -1 }
-            let walked = RecordPrefilter.forEachField(of: record, in: context) { field, position in
+            let walked = RecordPrefilter.forEachField(of: record, in: context, only: sortFieldIDs) { field, position in
                 for i in keyFields.indices where keyFields[i].id == field { positions.values[i] = position }
                 return true
             }
