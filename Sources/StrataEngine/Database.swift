@@ -58,8 +58,10 @@ public final class Database: Sendable {
         public var durability: Durability = .full
         /// The byte budget of the decoded-page cache. Defaults to `defaultCacheSize`: an
         /// eighth of the machine's memory, so a tree of a few million records stays decoded
-        /// in memory (a miss costs a read, a checksum and an LZ4 decompression). The budget
-        /// is a ceiling, not an allocation: the cache grows only with the pages read.
+        /// in memory (a miss costs a read, a checksum and an LZ4 decompression). Values
+        /// stored out of line (over a quarter of a page) are cached in a budget of their own,
+        /// a quarter of this one, so reading them never evicts a page of the tree. Both are
+        /// ceilings, not allocations: the caches grow only with what is read or written.
         public var cacheSize: Int = Options.defaultCacheSize
         /// Open without writing or locking; the file must exist.
         public var readOnly = false

@@ -37,7 +37,7 @@ struct FrameAppender {
 
 /// Writes the in-memory nodes of a tree as page frames, children before parents, and
 /// returns the address of the root. Nodes already on disk are referenced, not rewritten.
-/// Written nodes go into `store`'s cache under their new addresses.
+/// Written nodes and out-of-line values go into `store`'s caches under their new addresses.
 struct NodeWriter {
     let store: PageStore
     var appender: FrameAppender
@@ -50,7 +50,10 @@ struct NodeWriter {
             // The closure appends through `self`: copying the appender would copy its
             // pending buffer (megabytes) on the first append, once per page.
             let payload = try PageCodec.encodeLeaf(leaf, limits: store.limits) { value in
-                try self.appender.append(.value, payload: value)
+                let address = try self.appender.append(.value, payload: value)
+                let copy = Array(value)
+                self.store.values.insert(copy, at: address.offset, cost: PageStore.cost(ofValue: copy))
+                return address
             }
             let address = try appender.append(.page, payload: payload)
             let written = payload.count == leaf.storage.count

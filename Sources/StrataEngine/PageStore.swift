@@ -7,7 +7,11 @@ final class PageStore: Sendable {
     let file: any StorageFile
     let header: FileHeader
     let limits: NodeLimits
-    let cache: PageCache
+    /// Decoded pages.
+    let cache: FrameCache<Node>
+    /// Out-of-line values, in a budget of their own (a quarter of the pages'): a scan over
+    /// large values keeps them in memory as far as they fit, and never evicts a page.
+    let values: FrameCache<[UInt8]>
     private let readCounter = Atomic<UInt64>(0)
 
     var path: String { file.path }
@@ -17,7 +21,8 @@ final class PageStore: Sendable {
         self.file = file
         self.header = header
         self.limits = NodeLimits(pageSize: Int(header.pageSize))
-        self.cache = PageCache(budget: cacheBudget)
+        self.cache = FrameCache(budget: cacheBudget)
+        self.values = FrameCache(budget: cacheBudget / 4)
     }
 
     /// The file's size, or 0 when it cannot be read (for progress reports only).
@@ -75,7 +80,7 @@ final class PageStore: Sendable {
 
     /// The node stored at `address`, from the cache or decoded from disk.
     func node(at address: FrameAddress) throws -> Node {
-        if let cached = cache.node(at: address.offset) { return cached }
+        if let cached = cache.entry(at: address.offset) { return cached }
         let payload = try readPayload(at: address, expecting: .page)
         let node = try PageCodec.decode(payload, address: address, limits: limits, context: context(address.offset, "page"))
         cache.insert(node, at: address.offset, cost: Self.cost(of: node))
@@ -98,13 +103,17 @@ final class PageStore: Sendable {
         case .inline(let bytes):
             return Array(bytes)
         case .overflow(let address, let length):
+            if let cached = values.entry(at: address.offset), cached.count == Int(length) { return cached }
             let value = try readPayload(at: address, expecting: .value)
             guard value.count == Int(length) else {
                 throw context(address.offset, "value frame").error("value is \(value.count) bytes, the leaf says \(length)")
             }
+            values.insert(value, at: address.offset, cost: Self.cost(ofValue: value))
             return value
         }
     }
+
+    static func cost(ofValue value: [UInt8]) -> Int { value.count + 64 }
 
     static func cost(of node: Node) -> Int {
         switch node {

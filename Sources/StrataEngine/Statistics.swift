@@ -34,6 +34,11 @@ public struct Statistics: Sendable, Equatable {
     public var cacheBytes: Int
     /// Pages held.
     public var cachedPages: Int
+    /// Bytes of out-of-line values held (their own budget, a quarter of the pages': see
+    /// `Database.Options.cacheSize`).
+    public var cachedValueBytes: Int
+    /// Out-of-line values held.
+    public var cachedValues: Int
     /// Where a salvaging open (`RecoveryMode.truncateAtFirstBadFrame`) cut the file:
     /// damage there and the valid commits after it were dropped. Nil when nothing was.
     public var salvagedFromOffset: UInt64?
@@ -152,13 +157,14 @@ extension Database {
     public func statistics() throws -> Statistics {
         let snapshot = try snapshot()
         let writer = writerCounters()
-        let cache = snapshot.store.cache.counters
+        let cache = snapshot.store.cache.counters, values = snapshot.store.values.counters
         return Statistics(
             path: path, fileSize: try snapshot.store.file.size(), pageSize: snapshot.store.limits.pageSize,
             commitSequence: writer.sequence, checkpointSequence: writer.checkpointSequence,
             logBytesSinceCheckpoint: writer.logBytes, bytesReadAtOpen: openReport.bytesRead,
             commitsReplayedAtOpen: openReport.replayedCommits, tornBytesDroppedAtOpen: openReport.tornBytes,
-            cacheHits: cache.hits, cacheMisses: cache.misses, cacheBytes: cache.bytes, cachedPages: cache.pages,
+            cacheHits: cache.hits, cacheMisses: cache.misses, cacheBytes: cache.bytes, cachedPages: cache.entries,
+            cachedValueBytes: values.bytes, cachedValues: values.entries,
             salvagedFromOffset: openReport.salvagedFrom, failedAutomaticCheckpoints: writer.failedCheckpoints,
             isPoisoned: writer.poisoned,
             trees: snapshot.treeNames.map { Statistics.Tree(name: $0, entryCount: Int(snapshot.trees[$0]!.entryCount)) })

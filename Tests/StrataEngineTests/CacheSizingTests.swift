@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import StrataEngine
 
-@Suite("The page cache's size")
+@Suite("The caches' sizes")
 struct CacheSizingTests {
     @Test("by default the cache may hold an eighth of physical memory, between 64 MiB and 4 GiB")
     func defaultFollowsPhysicalMemory() {
@@ -34,5 +34,63 @@ struct CacheSizingTests {
     func aTreeThatFitsStaysDecoded() throws {
         #expect(try missesOnSecondRead(cacheSize: Database.Options.defaultCacheSize) == 0)
         #expect(try missesOnSecondRead(cacheSize: 64 << 10) > 0)
+    }
+
+    /// A database with `count` values of 5,000 bytes (stored out of line: over a quarter of
+    /// a 4 KiB page) in tree "big", checkpointed, so they live in value frames.
+    func databaseWithLargeValues(_ count: Int, cacheSize: Int = Database.Options.defaultCacheSize,
+                                 smallKeys: Int = 0, in fs: SimulatedFileSystem) throws -> Database {
+        var options = smallOptions(pageSize: 4096)
+        options.cacheSize = cacheSize
+        let db = try Database(path: "/v.strata", options: options, fileSystem: fs)
+        try db.write { tx in
+            try tx.createTree("big", ifNotExists: true)
+            try tx.createTree("small", ifNotExists: true)
+            for i in 0 ..< count { try tx.put([UInt8](repeating: UInt8(i % 251), count: 5_000), forKey: Key(i).bytes, in: "big") }
+            for i in 0 ..< smallKeys { try tx.put([UInt8](repeating: 7, count: 40), forKey: Key(i).bytes, in: "small") }
+        }
+        try db.checkpoint()
+        return db
+    }
+
+    @Test("large values a checkpoint writes are read back from memory, not the file")
+    func writtenValuesStayInMemory() throws {
+        let db = try databaseWithLargeValues(100, in: SimulatedFileSystem())
+        let snapshot = try db.snapshot()
+        let before = snapshot.store.bytesRead
+        for i in 0 ..< 100 { #expect(try snapshot.get(Key(i).bytes, in: "big") == [UInt8](repeating: UInt8(i % 251), count: 5_000)) }
+        #expect(snapshot.store.bytesRead == before)
+        #expect(try db.statistics().cachedValues == 100)
+    }
+
+    @Test("after a reopen each large value is read from the file once, while they fit a quarter of the cache")
+    func readValuesStayInMemory() throws {
+        let fs = SimulatedFileSystem()
+        try databaseWithLargeValues(100, in: fs).close()
+        let db = try Database(path: "/v.strata", options: smallOptions(pageSize: 4096), fileSystem: fs)
+        let snapshot = try db.snapshot()
+        for i in 0 ..< 100 { _ = try snapshot.get(Key(i).bytes, in: "big") }
+        let afterFirstPass = snapshot.store.bytesRead
+        for i in 0 ..< 100 { #expect(try snapshot.get(Key(i).bytes, in: "big")?.count == 5_000) }
+        #expect(snapshot.store.bytesRead == afterFirstPass)
+        let statistics = try db.statistics()
+        #expect(statistics.cachedValues == 100)
+        #expect(statistics.cachedValueBytes <= Database.Options.defaultCacheSize / 4)
+    }
+
+    @Test("reading more large values than their budget holds evicts values only, never a page of the tree")
+    func valuesNeverEvictPages() throws {
+        let cacheSize = 8 << 20
+        let db = try databaseWithLargeValues(1_000, cacheSize: cacheSize, smallKeys: 20_000, in: SimulatedFileSystem())
+        let snapshot = try db.snapshot()
+        for i in 0 ..< 20_000 { _ = try snapshot.get(Key(i).bytes, in: "small") }
+        // 5 MB of values through a 2 MB budget.
+        for i in 0 ..< 1_000 { #expect(try snapshot.get(Key(i).bytes, in: "big")?.first == UInt8(i % 251)) }
+        let statistics = try db.statistics()
+        #expect(statistics.cachedValueBytes <= cacheSize / 4)
+        #expect(statistics.cachedValues < 1_000)
+        let missesBefore = statistics.cacheMisses
+        for i in 0 ..< 20_000 { _ = try snapshot.get(Key(i).bytes, in: "small") }
+        #expect(try db.statistics().cacheMisses == missesBefore)
     }
 }

@@ -1,10 +1,12 @@
 import Synchronization
 
-/// Decoded pages by file offset, bounded by a byte budget. Eviction drops the least
-/// recently used quarter when the budget is exceeded. Safe to use from many threads.
-final class PageCache: Sendable {
+/// Decoded frames by file offset, bounded by a byte budget: the tree's pages (`Node`) in one,
+/// out-of-line values (`[UInt8]`) in another, so reading large values never evicts the tree.
+/// Eviction drops the least recently used quarter when the budget is exceeded. Safe to use
+/// from many threads.
+final class FrameCache<Cached: Sendable>: Sendable {
     private struct Entry {
-        var node: Node
+        var cached: Cached
         var cost: Int
         var lastUse: UInt64
     }
@@ -22,7 +24,8 @@ final class PageCache: Sendable {
 
     init(budget: Int) { self.budget = max(budget, 64 * 1024) }
 
-    func node(at offset: UInt64) -> Node? {
+    /// The frame decoded from `offset`, when it is cached.
+    func entry(at offset: UInt64) -> Cached? {
         state.withLock { s in
             s.clock &+= 1
             // One hash lookup: the entry is found once and touched in place.
@@ -32,14 +35,14 @@ final class PageCache: Sendable {
             }
             s.entries.values[index].lastUse = s.clock
             s.hits += 1
-            return s.entries.values[index].node
+            return s.entries.values[index].cached
         }
     }
 
-    func insert(_ node: Node, at offset: UInt64, cost: Int) {
+    func insert(_ cached: Cached, at offset: UInt64, cost: Int) {
         state.withLock { s in
             s.clock &+= 1
-            if let old = s.entries.updateValue(Entry(node: node, cost: cost, lastUse: s.clock), forKey: offset) {
+            if let old = s.entries.updateValue(Entry(cached: cached, cost: cost, lastUse: s.clock), forKey: offset) {
                 s.totalCost -= old.cost
             }
             s.totalCost += cost
@@ -56,7 +59,7 @@ final class PageCache: Sendable {
         }
     }
 
-    var counters: (hits: UInt64, misses: UInt64, bytes: Int, pages: Int) {
+    var counters: (hits: UInt64, misses: UInt64, bytes: Int, entries: Int) {
         state.withLock { ($0.hits, $0.misses, $0.totalCost, $0.entries.count) }
     }
 }
