@@ -12,10 +12,10 @@ struct TreeMutator {
     private func mutable(_ branch: BranchNode) -> BranchNode { branch.owner == owner ? branch : branch.copy(owner: owner) }
 
     /// Inserts or replaces `key`; returns the new root and whether the key is new.
-    func put(root: NodeRef?, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws -> (root: NodeRef, inserted: Bool) {
+    func put(root: NodeRef?, key: UnsafeRawBufferPointer, value: ValueSlot) throws -> (root: NodeRef, inserted: Bool) {
         guard let root else {
             let leaf = LeafNode(owner: owner)
-            leaf.insert(at: 0, key: key, value: .inline(value), limits: limits)
+            leaf.insert(at: 0, key: key, value: value, limits: limits)
             return (.leaf(leaf), true)
         }
         let result = try insert(into: root, key: key, value: value)
@@ -24,7 +24,7 @@ struct TreeMutator {
         return (.branch(newRoot), result.inserted)
     }
 
-    private func insert(into ref: NodeRef, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
+    private func insert(into ref: NodeRef, key: UnsafeRawBufferPointer, value: ValueSlot)
         throws -> (node: NodeRef, split: (separator: [UInt8], right: NodeRef)?, inserted: Bool)
     {
         switch try store.resolve(ref) {
@@ -32,9 +32,9 @@ struct TreeMutator {
             let leaf = mutable(original)
             let (index, found) = leaf.search(key)
             if found {
-                leaf.replaceValue(at: index, with: .inline(value), limits: limits)
+                leaf.replaceValue(at: index, with: value, limits: limits)
             } else {
-                leaf.insert(at: index, key: key, value: .inline(value), limits: limits)
+                leaf.insert(at: index, key: key, value: value, limits: limits)
             }
             guard leaf.pageBytes > limits.pageSize, leaf.count >= 2 else { return (.leaf(leaf), nil, !found) }
             let right = leaf.splitOff(from: leaf.balancedSplitIndex(), owner: owner, limits: limits)

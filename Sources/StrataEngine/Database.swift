@@ -322,7 +322,10 @@ public final class Database: Sendable {
         try enterGate()
         do {
             try checkWritable()
-            return WriteTransaction(database: self, snapshot: try snapshot(), owner: nextOwner())
+            // Large values go to value frames with the commit in files of format 2 on; a
+            // format 1 file keeps carrying them in its log (older code reads it).
+            let valuesStart = writer.store.header.storesValuesAtCommit ? writer.end : nil
+            return WriteTransaction(database: self, snapshot: try snapshot(), owner: nextOwner(), valuesStart: valuesStart)
         } catch {
             gate.leave()
             throw error
@@ -369,24 +372,32 @@ public final class Database: Sendable {
         if let poison = writer.poison { throw poison }
     }
 
-    /// Appends the transaction's log frame, syncs it, and publishes the new state. Called
-    /// by `WriteTransaction.commit()` with the gate held.
-    func commit(log: LogBatchWriter, trees: [String: TreeState]) throws {
+    /// Appends the transaction's value frames and log frame, syncs them, and publishes the
+    /// new state. Called by `WriteTransaction.commit()` with the gate held.
+    func commit(log: LogBatchWriter, values: PendingValueFrames?, trees: [String: TreeState]) throws {
         try checkWritable()
         let sequence = writer.sequence + 1
         let payload = log.payload(sequence: sequence, timeMilliseconds: Self.now())
         guard payload.count <= FrameHeader.maxPayload else {
             throw StrataError.valueTooLarge(size: payload.count, limit: FrameHeader.maxPayload)
         }
-        let frame = Frame.encode(.log, payload: payload, offset: writer.end, salt: writer.store.salt, compress: true)
-        let frameEnd = writer.end + UInt64(frame.count)
-        // Past the preallocated space: write the frame and the next stretch of zeros in one
+        // The value frames were laid out from the end as the transaction began; the gate has
+        // been held since, so the end is still there.
+        let valueBytes = values?.bytes ?? []
+        assert(values == nil || values!.start == writer.end)
+        let logOffset = writer.end + UInt64(valueBytes.count)
+        let frame = Frame.encode(.log, payload: payload, offset: logOffset, salt: writer.store.salt, compress: true)
+        let frameEnd = logOffset + UInt64(frame.count)
+        // Past the preallocated space: write the frames and the next stretch of zeros in one
         // call, so the commits after it overwrite written blocks and their fdatasync has no
         // file size (no metadata) to flush.
+        let written = valueBytes.count + frame.count
         let allocated = frameEnd <= writer.allocatedEnd ? writer.allocatedEnd
-            : options.durability == .full && frame.count <= Self.preallocationFrameLimit ? frameEnd + Self.preallocation
+            : options.durability == .full && written <= Self.preallocationFrameLimit ? frameEnd + Self.preallocation
             : frameEnd
-        let bytes = allocated == writer.allocatedEnd ? frame : frame + [UInt8](repeating: 0, count: Int(allocated - frameEnd))
+        let zeros = allocated == writer.allocatedEnd ? 0 : Int(allocated - frameEnd)
+        var bytes = valueBytes.isEmpty ? frame : valueBytes + frame
+        if zeros > 0 { bytes += [UInt8](repeating: 0, count: zeros) }
         try writer.guarded(rollingBackTo: writer.end) {
             try writer.store.file.write(bytes, at: writer.end)
             if options.durability == .full { try writer.store.file.sync() }

@@ -5,8 +5,10 @@ import Foundation
 /// appended. See FORMAT.md, "File header" and "Checkpoint slots".
 struct FileHeader: Sendable, Equatable {
     static let magic: [UInt8] = Array("STRATADB".utf8)
-    /// The format version this code reads and writes.
-    static let formatVersion: UInt16 = 1
+    /// The format version this code reads and writes: 2 since commits write large values
+    /// to value frames of their own (log operation 6, FORMAT.md §12). Files of version 1
+    /// are read, and written as version 1 (without operation 6) until compacted.
+    static let formatVersion: UInt16 = 2
     static let size = 512
     static let slotOffsets: [UInt64] = [512, 1024]
     static let slotSize = 512
@@ -18,6 +20,10 @@ struct FileHeader: Sendable, Equatable {
     var pageSize: UInt32
     var salt: UInt64
     var createdAtMilliseconds: Int64
+
+    /// Whether commits write large values to value frames (format 2 on) rather than into
+    /// their log frames.
+    var storesValuesAtCommit: Bool { writeVersion >= 2 }
 
     static func new(pageSize: Int) -> FileHeader {
         var rng = SystemRandomNumberGenerator()

@@ -9,6 +9,8 @@ final class FrameCache<Cached: Sendable>: Sendable {
         var cached: Cached
         var cost: Int
         var lastUse: UInt64
+        /// Never evicted while set: a write transaction's values, not yet on disk.
+        var pinned = false
     }
 
     private struct State {
@@ -39,10 +41,12 @@ final class FrameCache<Cached: Sendable>: Sendable {
         }
     }
 
-    func insert(_ cached: Cached, at offset: UInt64, cost: Int) {
+    /// Caches `cached`, decoded from the frame at `offset`; a `pinned` entry stays until
+    /// `unpin` or `remove` (its cost still counts against the budget).
+    func insert(_ cached: Cached, at offset: UInt64, cost: Int, pinned: Bool = false) {
         state.withLock { s in
             s.clock &+= 1
-            if let old = s.entries.updateValue(Entry(cached: cached, cost: cost, lastUse: s.clock), forKey: offset) {
+            if let old = s.entries.updateValue(Entry(cached: cached, cost: cost, lastUse: s.clock, pinned: pinned), forKey: offset) {
                 s.totalCost -= old.cost
             }
             s.totalCost += cost
@@ -50,8 +54,26 @@ final class FrameCache<Cached: Sendable>: Sendable {
         }
     }
 
+    /// Lets the entries at `offsets` be evicted again (and evicts, when pinned entries
+    /// took the cache over its budget).
+    func unpin(_ offsets: [UInt64]) {
+        state.withLock { s in
+            for offset in offsets { s.entries[offset]?.pinned = false }
+            if s.totalCost > budget { Self.evict(&s, target: budget * 3 / 4) }
+        }
+    }
+
+    /// Drops the entries at `offsets`.
+    func remove(_ offsets: [UInt64]) {
+        state.withLock { s in
+            for offset in offsets {
+                if let old = s.entries.removeValue(forKey: offset) { s.totalCost -= old.cost }
+            }
+        }
+    }
+
     private static func evict(_ s: inout State, target: Int) {
-        let byAge = s.entries.sorted { $0.value.lastUse < $1.value.lastUse }
+        let byAge = s.entries.filter { !$0.value.pinned }.sorted { $0.value.lastUse < $1.value.lastUse }
         for (offset, entry) in byAge {
             if s.totalCost <= target { break }
             s.entries[offset] = nil

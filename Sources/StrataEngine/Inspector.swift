@@ -226,17 +226,19 @@ public final class Inspector: Sendable {
         let context = store.context(offset, "\(header.type) frame")
         switch header.type {
         case .log:
-            var puts = 0, deletes = 0, treeOps = 0
+            var puts = 0, stored = 0, deletes = 0, treeOps = 0
             let batch = try LogBatchReader.read(payload, context: context) { op in
                 switch op {
                 case .put: puts += 1
+                case .putStored: (puts, stored) = (puts + 1, stored + 1)
                 case .delete: deletes += 1
                 case .createTree, .dropTree: treeOps += 1
                 }
             }
             info.sequence = batch.sequence
             info.time = Date(milliseconds: batch.timeMilliseconds)
-            info.detail = "commit \(batch.sequence): \(puts) put, \(deletes) delete" + (treeOps > 0 ? ", \(treeOps) tree" : "")
+            info.detail = "commit \(batch.sequence): \(puts) put" + (stored > 0 ? " (\(stored) in value frames)" : "")
+                + ", \(deletes) delete" + (treeOps > 0 ? ", \(treeOps) tree" : "")
         case .page:
             let address = FrameAddress(offset: offset, length: UInt32(header.frameLength))
             switch try PageCodec.decode(payload, address: address, limits: store.limits, context: context) {

@@ -9,6 +9,34 @@ enum LogOperationCode: UInt8 {
     case delete = 3
     case createTree = 4
     case dropTree = 5
+    /// A put whose value the commit wrote in a value frame before its log frame (format 2).
+    case putStored = 6
+}
+
+/// The large values of one commit (over `NodeLimits.maxInlineValue`), each in a value frame
+/// of its own, laid out from `start` (the file's end when the transaction began) and written
+/// with the commit, just before its log frame: a large value is compressed and written once,
+/// where the log used to carry it and the next checkpoint to write it again (FORMAT.md §5.1).
+struct PendingValueFrames {
+    let start: UInt64
+    let salt: UInt64
+    private(set) var bytes: [UInt8] = []
+    /// Where each frame starts: the entries the commit pins in the value cache.
+    private(set) var offsets: [UInt64] = []
+
+    init(start: UInt64, salt: UInt64) { (self.start, self.salt) = (start, salt) }
+
+    /// Where the next frame (and, after the last, the log frame) goes.
+    var end: UInt64 { start + UInt64(bytes.count) }
+
+    /// Encodes `value` as the next value frame; its address.
+    mutating func append(_ value: UnsafeRawBufferPointer) -> FrameAddress {
+        let offset = end
+        let frame = Frame.encode(.value, payload: value, offset: offset, salt: salt, compress: true)
+        bytes.append(contentsOf: frame)
+        offsets.append(offset)
+        return FrameAddress(offset: offset, length: UInt32(frame.count))
+    }
 }
 
 /// Collects a transaction's operations as it runs.
@@ -33,6 +61,18 @@ struct LogBatchWriter {
         body.raw(key)
         body.varint(value.count)
         body.raw(value)
+        operationCount += 1
+    }
+
+    /// A put whose value is in the value frame at `address` (`length` bytes, raw).
+    mutating func put(tree: String, key: UnsafeRawBufferPointer, storedAt address: FrameAddress, length: UInt32) {
+        select(tree)
+        body.u8(LogOperationCode.putStored.rawValue)
+        body.varint(key.count)
+        body.raw(key)
+        body.u64(address.offset)
+        body.u32(address.length)
+        body.u32(length)
         operationCount += 1
     }
 
@@ -71,6 +111,8 @@ struct LogBatchWriter {
 /// One decoded log operation; byte buffers are lent for the duration of the visit.
 enum LogOperation {
     case put(tree: String, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
+    /// A put whose value is in a value frame before the log frame: `length` raw bytes.
+    case putStored(tree: String, key: UnsafeRawBufferPointer, address: FrameAddress, length: UInt32)
     case delete(tree: String, key: UnsafeRawBufferPointer)
     case createTree(String)
     case dropTree(String)
@@ -78,7 +120,7 @@ enum LogOperation {
     /// The tree the operation changes.
     var tree: String {
         switch self {
-        case .put(let tree, _, _), .delete(let tree, _), .createTree(let tree), .dropTree(let tree): tree
+        case .put(let tree, _, _), .putStored(let tree, _, _, _), .delete(let tree, _), .createTree(let tree), .dropTree(let tree): tree
         }
     }
 }
@@ -90,7 +132,9 @@ struct LogBatchHeader: Equatable {
 }
 
 enum LogBatchReader {
-    /// Decodes the batch header and visits every operation, checking all bounds.
+    /// Decodes the batch header and visits every operation, checking all bounds. A stored
+    /// value's frame must lie between the file's first frame and this log frame
+    /// (`context.offset`): frames only point backwards.
     static func read(_ payload: [UInt8], context: CorruptionContext, visit: (LogOperation) throws -> Void) throws -> LogBatchHeader {
         try payload.withUnsafeBytes { raw in
             var r = ByteReader(raw, context: context)
@@ -118,6 +162,20 @@ enum LogBatchReader {
                     } else {
                         try visit(.delete(tree: tree, key: key))
                     }
+                    seen += 1
+                case .putStored:
+                    guard let tree = selected else { throw context.error("operation before any tree was selected") }
+                    let key = try r.bytes(try r.length("key length"), "key")
+                    let address = FrameAddress(offset: try r.u64("value frame offset"), length: try r.u32("value frame length"))
+                    let length = try r.u32("value length")
+                    guard address.offset >= FileHeader.dataStart, Int(address.length) > FrameHeader.size,
+                          address.offset + UInt64(address.length) <= context.offset else {
+                        throw context.error("value frame \(address.offset)+\(address.length) does not lie before its log frame")
+                    }
+                    guard Int(length) <= Database.maxValueSize else {
+                        throw context.error("value of \(length) bytes exceeds the limit of \(Database.maxValueSize)")
+                    }
+                    try visit(.putStored(tree: tree, key: key, address: address, length: length))
                     seen += 1
                 case .createTree:
                     try visit(.createTree(try treeName()))

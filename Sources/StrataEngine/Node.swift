@@ -24,7 +24,7 @@ enum ValueSlot {
 struct NodeLimits: Sendable {
     /// A node is split when its encoded size exceeds this.
     let pageSize: Int
-    /// Values longer than this go to their own frame at checkpoint.
+    /// Values longer than this go to a value frame of their own: with their commit (format 2), or at the next checkpoint (format 1).
     let maxInlineValue: Int
     /// A node below this encoded size is merged with or refilled from a sibling.
     var minFill: Int { pageSize / 4 }

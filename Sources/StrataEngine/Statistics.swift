@@ -255,6 +255,7 @@ extension Database {
                 _ = try LogBatchReader.read(payload, context: store.context(position, "log frame")) { op in
                     switch op {
                     case .put(let tree, let key, let value): share[tree, default: 0] += key.count + value.count
+                    case .putStored(let tree, let key, _, _): share[tree, default: 0] += key.count + 16
                     case .delete(let tree, let key): share[tree, default: 0] += key.count
                     case .createTree(let tree), .dropTree(let tree): share[tree, default: 0] += 1
                     }

@@ -175,7 +175,7 @@ struct TreeChanges {
     /// refreshing reader tells its observers.
     var touched: Set<String>? = nil
 
-    mutating func put(tree: String, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+    mutating func put(tree: String, key: UnsafeRawBufferPointer, value: ValueSlot) throws {
         guard var state = trees[tree] else { throw StrataError.treeNotFound(tree) }
         let result = try mutator.put(root: state.root, key: key, value: value)
         state.root = result.root
@@ -205,7 +205,8 @@ struct TreeChanges {
     mutating func apply(_ operation: LogOperation) throws {
         if touched != nil { touched!.insert(operation.tree) }
         switch operation {
-        case .put(let tree, let key, let value): try put(tree: tree, key: key, value: value)
+        case .put(let tree, let key, let value): try put(tree: tree, key: key, value: .inline(value))
+        case .putStored(let tree, let key, let address, let length): try put(tree: tree, key: key, value: .overflow(address, length: length))
         case .delete(let tree, let key): _ = try delete(tree: tree, key: key)
         case .createTree(let name): try createTree(name)
         case .dropTree(let name): try dropTree(name)
@@ -230,15 +231,30 @@ public final class WriteTransaction: TreeReading {
     let database: Database
     var changes: TreeChanges
     var log = LogBatchWriter()
+    /// The large values written with the commit; nil for a format 1 file, whose log carries
+    /// them (FORMAT.md §5.1).
+    var values: PendingValueFrames?
     private(set) var isFinished = false
 
-    init(database: Database, snapshot: Snapshot, owner: UInt64) {
+    init(database: Database, snapshot: Snapshot, owner: UInt64, valuesStart: UInt64?) {
         self.database = database
         self.changes = TreeChanges(trees: snapshot.trees, mutator: TreeMutator(store: snapshot.store, owner: owner))
+        values = valuesStart.map { PendingValueFrames(start: $0, salt: snapshot.store.salt) }
     }
 
     deinit {
-        if !isFinished { database.finishWrite() }
+        if !isFinished {
+            releasePendingValues(committed: false)
+            database.finishWrite()
+        }
+    }
+
+    /// The pending values are in the value cache, pinned, so this transaction reads them
+    /// before they are on disk: a commit unpins them, anything else removes them (their
+    /// offsets will hold other frames).
+    private func releasePendingValues(committed: Bool) {
+        guard let offsets = values?.offsets, !offsets.isEmpty else { return }
+        if committed { store.values.unpin(offsets) } else { store.values.remove(offsets) }
     }
 
     var store: PageStore { changes.mutator.store }
@@ -320,8 +336,17 @@ public final class WriteTransaction: TreeReading {
         try checkOpen()
         try validate(key: key)
         guard value.count <= Database.maxValueSize else { throw StrataError.valueTooLarge(size: value.count, limit: Database.maxValueSize) }
-        try changes.put(tree: tree, key: key, value: value)
-        log.put(tree: tree, key: key, value: value)
+        guard value.count > store.limits.maxInlineValue, values != nil else {
+            try changes.put(tree: tree, key: key, value: .inline(value))
+            log.put(tree: tree, key: key, value: value)
+            return
+        }
+        guard changes.trees[tree] != nil else { throw StrataError.treeNotFound(tree) }
+        let address = values!.append(value)
+        let copy = Array(value)
+        store.values.insert(copy, at: address.offset, cost: PageStore.cost(ofValue: copy), pinned: true)
+        try changes.put(tree: tree, key: key, value: .overflow(address, length: UInt32(value.count)))
+        log.put(tree: tree, key: key, storedAt: address, length: UInt32(value.count))
     }
 
     /// Removes `key` from `tree`; returns whether it was there.
@@ -357,14 +382,21 @@ public final class WriteTransaction: TreeReading {
         try checkOpen()
         isFinished = true
         defer { database.finishWrite() }
-        guard !log.isEmpty else { return }
-        try database.commit(log: log, trees: changes.trees)
+        guard !log.isEmpty else { return releasePendingValues(committed: false) }
+        do {
+            try database.commit(log: log, values: values, trees: changes.trees)
+        } catch {
+            releasePendingValues(committed: false)
+            throw error
+        }
+        releasePendingValues(committed: true)
     }
 
     /// Discards every change made in this transaction.
     public func rollback() {
         guard !isFinished else { return }
         isFinished = true
+        releasePendingValues(committed: false)
         database.finishWrite()
     }
 }

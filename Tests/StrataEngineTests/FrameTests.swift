@@ -131,21 +131,28 @@ struct FrameTests {
         log.createTree("a")
         try [UInt8]("k").withUnsafeBytes { k in try [UInt8]("v").withUnsafeBytes { v in
             log.put(tree: "a", key: k, value: v)
+            log.put(tree: "a", key: k, storedAt: FrameAddress(offset: 4096, length: 5_024), length: 5_000)
             log.delete(tree: "a", key: k)
             _ = try #require(Optional(0))
         } }
         let payload = log.payload(sequence: 5, timeMilliseconds: 1234)
         var seen: [String] = []
-        let header = try LogBatchReader.read(payload, context: CorruptionContext(path: "", offset: 0, structure: "log")) { op in
+        let header = try LogBatchReader.read(payload, context: CorruptionContext(path: "", offset: 9_120, structure: "log")) { op in
             switch op {
             case .createTree(let name): seen.append("create \(name)")
             case .put(let tree, let key, let value): seen.append("put \(tree) \(String(decoding: key, as: UTF8.self))=\(String(decoding: value, as: UTF8.self))")
+            case .putStored(let tree, let key, let address, let length):
+                seen.append("put \(tree) \(String(decoding: key, as: UTF8.self)) stored at \(address.offset)+\(address.length), \(length) bytes")
             case .delete(let tree, _): seen.append("delete \(tree)")
             case .dropTree(let name): seen.append("drop \(name)")
             }
         }
-        #expect(header == LogBatchHeader(sequence: 5, timeMilliseconds: 1234, operationCount: 3))
-        #expect(seen == ["create a", "put a k=v", "delete a"])
+        #expect(header == LogBatchHeader(sequence: 5, timeMilliseconds: 1234, operationCount: 4))
+        #expect(seen == ["create a", "put a k=v", "put a k stored at 4096+5024, 5000 bytes", "delete a"])
+        // A stored value's frame must lie before the log frame that names it.
+        #expect(throws: StrataError.self) {
+            try LogBatchReader.read(payload, context: CorruptionContext(path: "", offset: 9_119, structure: "log")) { _ in }
+        }
 
         let record = CheckpointRecord(sequence: 9, timeMilliseconds: 5, previous: FrameAddress(offset: 4096, length: 40),
                                       trees: [.init(name: "t", entryCount: 3, root: FrameAddress(offset: 5000, length: 99)), .init(name: "e", entryCount: 0, root: nil)])

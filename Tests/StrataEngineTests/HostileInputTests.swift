@@ -165,9 +165,7 @@ struct HostileInputTests {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let path = directory.file()
-        var options = Database.Options()
-        options.checkpointOnClose = false
-        let db = try Database(path: path, options: options)
+        let db = try openWithoutCheckpointOnClose(path)
         try db.write { try $0.createTree("t") }
         try db.close()
         try overwrite(path, at: FileHeader.slotOffsets[slot], with: [0xFF])

@@ -59,8 +59,9 @@ struct OpenAndFormatTests {
     func newerReadVersionIsRefused() throws {
         let fs = SimulatedFileSystem()
         try makeFile(fs, keys: 10)
-        try rewriteVersions(fs, read: 2, write: 2)
-        #expect(throws: StrataError.unsupportedFormat(path: "/o.strata", fileReadVersion: 2, fileWriteVersion: 2, supported: 1)) {
+        try rewriteVersions(fs, read: FileHeader.formatVersion + 1, write: FileHeader.formatVersion + 1)
+        let newer = FileHeader.formatVersion + 1
+        #expect(throws: StrataError.unsupportedFormat(path: "/o.strata", fileReadVersion: newer, fileWriteVersion: newer, supported: FileHeader.formatVersion)) {
             try Database(path: "/o.strata", options: Database.Options(readOnly: true), fileSystem: fs)
         }
         #expect(StrataError.unsupportedFormat(path: "f", fileReadVersion: 2, fileWriteVersion: 2, supported: 1).description.contains("read version 2"))
@@ -70,8 +71,8 @@ struct OpenAndFormatTests {
     func newerWriteVersionIsReadOnly() throws {
         let fs = SimulatedFileSystem()
         try makeFile(fs, keys: 10)
-        try rewriteVersions(fs, read: 1, write: 3)
-        #expect(throws: StrataError.formatRequiresReadOnly(path: "/o.strata", fileWriteVersion: 3, supported: 1)) {
+        try rewriteVersions(fs, read: FileHeader.formatVersion, write: FileHeader.formatVersion + 1)
+        #expect(throws: StrataError.formatRequiresReadOnly(path: "/o.strata", fileWriteVersion: FileHeader.formatVersion + 1, supported: FileHeader.formatVersion)) {
             try Database(path: "/o.strata", options: Database.Options(), fileSystem: fs)
         }
         let db = try Database(path: "/o.strata", options: Database.Options(readOnly: true), fileSystem: fs)

@@ -58,14 +58,17 @@ struct FormatFixtureTests {
     }
 
     /// Writes a fixture: two checkpoints' worth of commits, an update and a delete, and a
-    /// log tail after the last checkpoint (so opening replays it).
+    /// log tail after the last checkpoint (so opening replays it). Since format 2 the tail
+    /// holds customer 7, whose 9,000-byte avatar its commit wrote to a value frame.
+    /// (format 1's fixture checkpointed after the first 40.)
     static func write(to path: String) throws {
         var options = Database.Options()
         options.checkpointOnClose = false
         let storage = try StrataStorage(path: path, options: options)
         let all = customers()
-        try storage.persist(Array(all[0 ..< 40]))
+        try storage.persist(Array(all[0 ..< 5]))
         try storage.database.checkpoint()
+        try storage.persist(Array(all[5 ..< 40]))
         try storage.persist(Array(all[40...]))
         try storage.write { writer in
             var changed = all[4]
@@ -96,11 +99,12 @@ struct FormatFixtureTests {
         return path
     }
 
-    static let fixtures = ["2026-11-format1.strata"]
+    /// One per format version, oldest first.
+    static let fixtures = ["2026-11-format1.strata", "2026-11-format2.strata"]
 
-    @Test("writes the fixtures when asked to", .enabled(if: ProcessInfo.processInfo.environment["STRATA_WRITE_FIXTURES"] == "1"))
+    @Test("writes the current format's fixture when asked to", .enabled(if: ProcessInfo.processInfo.environment["STRATA_WRITE_FIXTURES"] == "1"))
     func writeFixtures() throws {
-        let path = Self.directory.appendingPathComponent(Self.fixtures[0]).path
+        let path = Self.directory.appendingPathComponent(Self.fixtures.last!).path
         try? FileManager.default.removeItem(atPath: path)
         try Self.write(to: path)
         try (Self.dump(path).joined(separator: "\n") + "\n").write(toFile: path + ".json", atomically: true, encoding: .utf8)

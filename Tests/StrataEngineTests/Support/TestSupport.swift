@@ -75,3 +75,11 @@ func smallOptions(pageSize: Int = 512, checkpointLogBytes: UInt64 = 1 << 40) -> 
     options.logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
     return options
 }
+
+/// A handle whose `close()` writes no checkpoint: it leaves the file as a crash after its
+/// last commit would, with the log after the last checkpoint for the next open to replay.
+func openWithoutCheckpointOnClose(_ path: String) throws -> Database {
+    var options = Database.Options()
+    options.checkpointOnClose = false
+    return try Database(path: path, options: options)
+}
