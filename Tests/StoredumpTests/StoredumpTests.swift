@@ -395,6 +395,19 @@ struct FindTests {
         #expect(ids(try storedump("find", path, "Book", "author = 'Lem'", "--sort", "author,-id", "--offset", "1", "--limit", "2")) == [40, 37])
     }
 
+    @Test("an OR across indexed fields is read as a union of the trees, each book once")
+    func unionOfIndexes() throws {
+        let path = try makeLibrary()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let predicate = "id = 3 OR title = 'Book 9'"
+        #expect(try storedump("find", path, "Book", predicate, "--explain").output
+            .contains("union(primaryKeyPoints(count: 1), indexPoints(index: \"title\", count: 1))"))
+        // The same books as the predicate evaluated on every record (NOT NOT hides it from the planner).
+        let scanned = ids(try storedump("find", path, "Book", "NOT NOT (\(predicate))"))
+        let unioned = ids(try storedump("find", path, "Book", predicate))
+        #expect(!scanned.isEmpty && unioned == scanned)
+    }
+
     @Test("a predicate that does not parse is one line naming the column")
     func parseErrors() throws {
         let path = try makeLibrary()

@@ -10,20 +10,36 @@ indirect enum PlanTerm: @unchecked Sendable {
     /// answers it (the planner sees it as opaque); record bytes can.
     case element(AnyKeyPath, FieldBounds)
     case and([PlanTerm])
+    /// `a || b || …` whose branches are not all equalities on one field: the planner may
+    /// read it as the union of each branch's access (every branch must be narrowed by a
+    /// tree); the records read are checked against the whole condition.
+    case anyOf([PlanTerm])
     case opaque
 
     /// `a || b`: when both are equality or IN on the same field, the union of their values
-    /// (an IN); anything else is opaque (checked on each record).
+    /// (an IN); otherwise a disjunction of both (nested ones flattened).
     static func or(_ a: PlanTerm, _ b: PlanTerm) -> PlanTerm {
-        guard case .field(let path, .points(let left)) = a, case .field(let other, .points(let right)) = b, path == other else { return .opaque }
-        return .field(path, .points(left + right.filter { !left.contains($0) }))
+        if case .field(let path, .points(let left)) = a, case .field(let other, .points(let right)) = b, path == other {
+            return .field(path, .points(left + right.filter { !left.contains($0) }))
+        }
+        func branches(_ term: PlanTerm) -> [PlanTerm] { if case .anyOf(let terms) = term { terms } else { [term] } }
+        return .anyOf(branches(a) + branches(b))
+    }
+
+    /// `field != value`: the keys below the value's or above it (a union of two ranges, nil
+    /// and NaN included, as Swift's `!=` includes them). Opaque for dates, whose keys round
+    /// (a date can differ from `value` yet share its key), and for NaN (nothing equals it).
+    static func notEqual(_ path: AnyKeyPath, _ value: [UInt8]) -> PlanTerm {
+        guard value.first != KeyTag.date, !UnorderedKeys.isNaN(value) else { return .opaque }
+        return .anyOf([.field(path, .range(lower: .unbounded, upper: .excluded(value))),
+                       .field(path, .range(lower: .included(KeyRange.afterElements(value)), upper: .unbounded))])
     }
 
     /// The AND-ed field conditions, and whether anything else (OR, NOT, …) remains.
     var conjuncts: (fields: [(AnyKeyPath, FieldBounds)], hasOpaque: Bool) {
         switch self {
         case .field(let path, let bounds): return ([(path, bounds)], false)
-        case .opaque, .element: return ([], true)
+        case .opaque, .element, .anyOf: return ([], true)
         case .and(let terms):
             var fields: [(AnyKeyPath, FieldBounds)] = []
             var opaque = false
@@ -36,11 +52,22 @@ indirect enum PlanTerm: @unchecked Sendable {
         }
     }
 
+    /// The disjunctions AND-ed into the condition, each as its branches' AND-ed field
+    /// conditions (a branch's conditions hold for every record the branch matches: reading
+    /// the union of the branches' ranges finds every match).
+    var disjunctions: [[[(AnyKeyPath, FieldBounds)]]] {
+        switch self {
+        case .anyOf(let branches): return [branches.map(\.conjuncts.fields)]
+        case .and(let terms): return terms.flatMap(\.disjunctions)
+        case .field, .element, .opaque: return []
+        }
+    }
+
     /// The AND-ed conditions on array elements (which `conjuncts` counts as opaque).
     var elementConjuncts: [(AnyKeyPath, FieldBounds)] {
         switch self {
         case .element(let path, let bounds): return [(path, bounds)]
-        case .field, .opaque: return []
+        case .field, .opaque, .anyOf: return []
         case .and(let terms): return terms.flatMap(\.elementConjuncts)
         }
     }
@@ -169,7 +196,8 @@ public struct Filter<M>: @unchecked Sendable {
     }
 
     /// Either condition; equalities on one field become an IN the planner answers from an
-    /// index.
+    /// index. Otherwise, when a tree narrows every branch (`\.id == 3 || \.age > 70`), the
+    /// planner may read the union of the branches' ranges instead of every record.
     ///
     /// - Parameters:
     ///   - a: The first condition.
@@ -386,15 +414,16 @@ public func == <M, V: KeyComponent & Equatable>(keyPath: KeyPath<M, V>, value: V
     Filter(plan: .field(keyPath, .equal(toAnyOf: [Key(value).bytes]))) { $0[keyPath: keyPath] == value }
 }
 
-/// The field differs from `value` (checked on each record; on its stored bytes when the
-/// model declares the field).
+/// The field differs from `value`. On the primary key or an indexed field the planner may
+/// read the keys below and above the value (a union of two ranges) when few records hold
+/// other values; otherwise it is checked on each record.
 ///
 /// - Parameters:
 ///   - keyPath: The field.
 ///   - value: The value it must not hold.
 /// - Returns: The condition.
 public func != <M, V: KeyComponent & Equatable>(keyPath: KeyPath<M, V>, value: V) -> Filter<M> {
-    Filter(plan: .opaque) { $0[keyPath: keyPath] != value }
+    Filter(plan: .notEqual(keyPath, Key(value).bytes)) { $0[keyPath: keyPath] != value }
 }
 
 /// The optional field is less than `value`: nil matches no comparison (as NULL in SQL).

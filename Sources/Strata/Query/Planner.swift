@@ -45,13 +45,22 @@ package struct PlanRequest<Field: Hashable> {
     /// AND-ed conditions on array fields' elements (part of `hasOpaque`): no tree answers
     /// them, record bytes can.
     package var elementConditions: [(Field, FieldBounds)] = []
+    /// ORs AND-ed into the condition (part of `hasOpaque`), each as its branches' AND-ed
+    /// field conditions: read as the union of one access per branch when every branch has one.
+    package var disjunctions: [[[(Field, FieldBounds)]]] = []
     var hasConditions: Bool
     /// Sort keys: the field (nil when not a plain field) and direction.
     var sort: [(field: Field?, ascending: Bool)]
     var limit: Int?
     var offset: Int
+    /// Only the matches' number is wanted: an access whose keys decide every condition reads
+    /// no record (its entries are counted), which the costs reflect.
+    var counting = false
 
     var needed: Int? { limit.map { offset + $0 } }
+
+    /// Whether the keys of an access answering every condition decide them (see `FieldBounds.keysDecide`).
+    var keysDecide: Bool { conditions.allSatisfy { $0.1.keysDecide } }
 }
 
 /// What the planner may measure: the collection's size, and how many entries a tree holds
@@ -69,11 +78,30 @@ package struct PlannerStatistics {
 /// What to read for a query.
 package struct ChosenAccess {
     package enum Source: Equatable { case primaryKey, index(String) }
+    /// The tree read; nil for a full scan, or when `keySets` names the records.
     var source: Source?
     /// Ranges (one per point, or one range) over the tree's keys.
     var ranges: [KeyRange]
     var reverse = false
     var plan: QueryPlan
+    /// Set when several trees' primary keys, combined, name the records (an OR's union, an
+    /// AND's intersection).
+    var keySets: KeySets?
+
+    /// Ranges of several trees whose primary keys are combined.
+    struct KeySets {
+        enum Combination { case union, intersection }
+        var combination: Combination
+        var parts: [(source: Source, ranges: [KeyRange])]
+    }
+
+    /// Whether the records are named by primary keys read from other trees (an index, or
+    /// several trees' keys combined) rather than scanned from the records tree.
+    var readsByPrimaryKey: Bool {
+        if keySets != nil { return true }
+        if case .index? = source { return true }
+        return false
+    }
 }
 
 /// Chooses how to run a query.
@@ -110,6 +138,8 @@ package enum Planner {
         var score: Int
         var estimatedRows = 0
         var cost = 0
+        /// For a union or intersection: the single-tree options combined.
+        var keySets: (combination: ChosenAccess.KeySets.Combination, parts: [Option])? = nil
     }
 
     /// How a tree's fields meet the conditions.
@@ -124,25 +154,9 @@ package enum Planner {
     }
 
     static func choose<Field>(_ query: PlanRequest<Field>, candidates: [AccessCandidate<Field>], statistics: PlannerStatistics? = nil) throws -> ChosenAccess {
-        var options: [Option] = []
-        for (number, candidate) in candidates.enumerated() {
-            guard let match = shape(of: candidate, query.conditions) else { continue }
-            guard let shape = match else {
-                // Contradictory conditions: nothing matches; read an empty range.
-                return ChosenAccess(source: .primaryKey, ranges: [], plan: plan(query, .primaryKeyPoints(count: 0), nil, residual: false, inOrder: false))
-            }
-            let order = self.order(query.sort, candidate, constant: Set(shape.constant.map { candidate.fields[$0] }),
-                                   rangeCount: shape.ranges.count, multiPoint: shape.multiPoint.map { candidate.fields[$0] })
-            let access: QueryPlan.Access = switch (candidate.kind, shape.allPoints) {
-            case (.primaryKey, true): .primaryKeyPoints(count: shape.ranges.count)
-            case (.primaryKey, false): .primaryKeyRange
-            case (.index(let name, _), true): .indexPoints(index: name, count: shape.ranges.count)
-            case (.index(let name, _), false): .indexRange(index: name)
-            }
-            options.append(Option(candidate: number, access: access, source: candidate.source, ranges: shape.ranges, consumed: shape.consumed,
-                                  inOrder: order.inOrder, reverse: order.reverse,
-                                  // Points, then ranges; the primary key first; then the most conditions answered.
-                                  score: ((shape.allPoints ? 4 : 2) + (candidate.isPrimaryKey ? 1 : 0)) * 64 + shape.consumed.count))
+        guard var options = treeOptions(query, candidates: candidates) else {
+            // Contradictory conditions: nothing matches; read an empty range.
+            return ChosenAccess(source: .primaryKey, ranges: [], plan: plan(query, .primaryKeyPoints(count: 0), nil, residual: false, inOrder: false))
         }
         let usesConditions = !options.isEmpty
         // Trees read whole in the sort's order, stopping at the limit.
@@ -162,21 +176,29 @@ package enum Planner {
         for i in options.indices {
             try estimate(&options[i], query, candidates, statistics: statistics)
         }
+        let singleTree = options.filter { !$0.consumed.isEmpty }
+        if costed, let intersection = try intersection(of: singleTree, query, statistics: statistics!) {
+            options.append(intersection)
+        }
+        for disjunction in query.disjunctions {
+            if let union = try union(of: disjunction, query, candidates: candidates, statistics: statistics) { options.append(union) }
+        }
         let chosen: Option
         if costed {
             chosen = options.min { a, b in a.cost != b.cost ? a.cost < b.cost : a.score > b.score }!
         } else {
-            // Structural: the best-scoring condition; else an ordered walk; else the scan.
-            let pool = usesConditions ? options.filter { $0.score >= 2 * 64 } : options
-            chosen = pool.max { a, b in a.score < b.score }!
+            // Structural: the best-scoring condition; else a union; else an ordered walk; else the scan.
+            let pool = usesConditions || !query.disjunctions.isEmpty ? options.filter { $0.score >= 2 * 64 } : options
+            chosen = (pool.isEmpty ? options : pool).max { a, b in a.score < b.score }!
         }
-        let residual = query.hasOpaque || chosen.consumed.count < query.conditions.count
+        let residual = isResidual(chosen, query)
         let isRange = switch chosen.access {
         case .primaryKeyRange, .indexRange: true
         default: false
         }
         var result = ChosenAccess(source: chosen.source, ranges: chosen.ranges, reverse: chosen.inOrder && chosen.reverse,
                                   plan: plan(query, chosen.access, isRange ? describe(chosen.ranges) : nil, residual: residual, inOrder: chosen.inOrder))
+        result.keySets = chosen.keySets.map { ChosenAccess.KeySets(combination: $0.combination, parts: $0.parts.map { ($0.source!, $0.ranges) }) }
         if statistics != nil {
             result.plan.estimatedRows = chosen.estimatedRows
             result.plan.alternatives = options.filter { $0.access != chosen.access }.map { QueryPlan.Alternative(access: $0.access, estimatedRows: $0.estimatedRows) }
@@ -184,10 +206,95 @@ package enum Planner {
         return result
     }
 
+    /// Whether records read by `option` must still be checked against conditions: a union
+    /// always (each branch's ranges may hold records of the branch's other conditions).
+    private static func isResidual<Field>(_ option: Option, _ query: PlanRequest<Field>) -> Bool {
+        if option.keySets?.combination == .union { return true }
+        return query.hasOpaque || option.consumed.count < query.conditions.count
+    }
+
+    /// One option per tree whose leading field has a condition: its point or range access,
+    /// and whether it reads in the sort's order. Nil when the conditions contradict each
+    /// other (nothing matches).
+    private static func treeOptions<Field>(_ query: PlanRequest<Field>, candidates: [AccessCandidate<Field>]) -> [Option]? {
+        var options: [Option] = []
+        for (number, candidate) in candidates.enumerated() {
+            guard let match = shape(of: candidate, query.conditions) else { continue }
+            guard let shape = match else { return nil }
+            let order = self.order(query.sort, candidate, constant: Set(shape.constant.map { candidate.fields[$0] }),
+                                   rangeCount: shape.ranges.count, multiPoint: shape.multiPoint.map { candidate.fields[$0] })
+            let access: QueryPlan.Access = switch (candidate.kind, shape.allPoints) {
+            case (.primaryKey, true): .primaryKeyPoints(count: shape.ranges.count)
+            case (.primaryKey, false): .primaryKeyRange
+            case (.index(let name, _), true): .indexPoints(index: name, count: shape.ranges.count)
+            case (.index(let name, _), false): .indexRange(index: name)
+            }
+            options.append(Option(candidate: number, access: access, source: candidate.source, ranges: shape.ranges, consumed: shape.consumed,
+                                  inOrder: order.inOrder, reverse: order.reverse,
+                                  // Points, then ranges; the primary key first; then the most conditions answered.
+                                  score: ((shape.allPoints ? 4 : 2) + (candidate.isPrimaryKey ? 1 : 0)) * 64 + shape.consumed.count))
+        }
+        return options
+    }
+
+    /// An OR read as the union of one access per branch — each branch's cheapest tree — or
+    /// nil when some branch has no condition a tree answers (every record could match it).
+    /// A branch whose conditions contradict each other matches nothing and reads nothing.
+    private static func union<Field>(of branches: [[(Field, FieldBounds)]], _ query: PlanRequest<Field>, candidates: [AccessCandidate<Field>],
+                                     statistics: PlannerStatistics?) throws -> Option? {
+        var parts: [Option] = []
+        for conditions in branches {
+            let branch = PlanRequest(collection: query.collection, conditions: conditions, hasOpaque: true, hasConditions: true,
+                                     sort: [], limit: nil, offset: 0)
+            guard var options = treeOptions(branch, candidates: candidates) else { continue }
+            guard !options.isEmpty else { return nil }
+            for i in options.indices { try estimate(&options[i], branch, candidates, statistics: statistics) }
+            parts.append(options.min { a, b in a.cost != b.cost ? a.cost < b.cost : a.score > b.score }!)
+        }
+        let rows = parts.reduce(0) { $0 + $1.estimatedRows }
+        // Structurally (small collections) a union of point lookups counts as a range; one
+        // with a range in it (`!=`, say) is never preferred to the scan.
+        let allPoints = parts.allSatisfy { switch $0.access { case .primaryKeyPoints, .indexPoints: true; default: false } }
+        return Option(candidate: nil, access: .union(parts.map(\.access)), source: nil, ranges: [], consumed: [], inOrder: false, reverse: false,
+                      score: allPoints ? 2 * 64 : -1, estimatedRows: rows,
+                      // Each part costs what reading its records alone would.
+                      cost: parts.reduce(0) { $0 + $1.cost }, keySets: (.union, parts))
+    }
+
+    /// Conditions on fields of two different trees read as the primary keys both trees'
+    /// ranges hold: each tree's keys are read (cheap: no record), and only the records in
+    /// both are fetched — or none when counting and the keys decide. The pair of the two
+    /// narrowest accesses that each answer a condition the other does not; nil without one.
+    private static func intersection<Field>(of options: [Option], _ query: PlanRequest<Field>, statistics: PlannerStatistics) throws -> Option? {
+        // Parts need their key counts: not an in-order read's estimate cut at its limit.
+        let records = statistics.records
+        let sorted = options.filter { !($0.inOrder && query.needed != nil) }.sorted { $0.estimatedRows < $1.estimatedRows }
+        guard let first = sorted.first, first.estimatedRows <= records / indexFetchCost,
+              var second = sorted.dropFirst().first(where: { $0.candidate != first.candidate && !$0.consumed.isSubset(of: first.consumed)
+                                                            && !first.consumed.isSubset(of: $0.consumed) })
+        else { return nil }
+        // The second's count may have stopped where reading it alone lost to the full scan;
+        // beside the first it pays until both together read as many keys as there are records.
+        if second.estimatedRows > records / indexFetchCost, let source = second.source {
+            let cap = records - first.estimatedRows
+            second.estimatedRows = try statistics.countEntries(source, second.ranges, cap)
+            guard second.estimatedRows < cap else { return nil }
+        }
+        var option = Option(candidate: nil, access: .intersection([first.access, second.access]), source: nil, ranges: [],
+                            consumed: first.consumed.union(second.consumed), inOrder: false, reverse: false, score: 3 * 64)
+        option.keySets = (.intersection, [first, second])
+        // Independent conditions: each tree's share of the records, multiplied.
+        let both = statistics.records == 0 ? 0 : max(1, first.estimatedRows * second.estimatedRows / statistics.records)
+        let fetched = isResidual(option, query) || !query.keysDecide || !query.counting ? both * indexFetchCost : 0
+        option.estimatedRows = both
+        option.cost = first.estimatedRows + second.estimatedRows + fetched
+        return option
+    }
+
     /// Fills in an option's estimated rows read and its cost.
     private static func estimate<Field>(_ option: inout Option, _ query: PlanRequest<Field>, _ candidates: [AccessCandidate<Field>],
                                         statistics: PlannerStatistics?) throws {
-        let residual = query.hasOpaque || option.consumed.count < query.conditions.count
+        let residual = isResidual(option, query)
         let records = statistics?.records ?? 0
         let limited = option.inOrder ? query.needed : nil
         let entries: Int
@@ -211,7 +318,9 @@ package enum Planner {
         let rows = limited.map { min(entries, residual ? $0 * indexFetchCost : $0) } ?? entries
         option.estimatedRows = rows
         let isIndex = if case .index? = option.source { true } else { false }
-        option.cost = rows * (isIndex ? indexFetchCost : 1)
+        // A count whose access decides every condition reads keys only.
+        let readsRecords = !query.counting || residual || !query.keysDecide
+        option.cost = rows * (isIndex && readsRecords ? indexFetchCost : 1)
     }
 
     /// How `candidate`'s fields meet `conditions`: nil when its first field has none; `.some(nil)`

@@ -4,9 +4,9 @@ import StrataEngine
 /// Reads the expression tree of a Foundation `#Predicate` to find conditions the planner
 /// can answer from a B-tree: `==`, `<`, `<=`, `>`, `>=` between a key path of the model and
 /// a constant, `[…].contains(key path)`, `key path.contains(constant)` on an array field (checked on
-/// record bytes), `key path.starts(with: "…")`, `&&` of those, and `||`
-/// of equalities on one field (an IN).
-/// Everything else (other `||`, `!`, arithmetic, captured non-constant values) is left to
+/// record bytes), `key path.starts(with: "…")`, `&&` of those, `||` of equalities on one
+/// field (an IN), other `||` (a union of each branch's ranges, when a tree narrows every
+/// branch), and `!=` (the ranges below and above the value). Everything else (`!`, arithmetic, captured non-constant values) is left to
 /// evaluation on each record, which always happens: pushdown only narrows what is read.
 enum PredicateAnalysis {
     static func plan<M>(_ predicate: Predicate<M>) -> PlanTerm {
@@ -71,6 +71,13 @@ extension PredicateExpressions.Equal: PlannableExpression {
     var planTerm: PlanTerm {
         guard let (path, value, _) = operands(lhs, rhs) else { return .opaque }
         return .field(path, .equal(toAnyOf: [value]))
+    }
+}
+
+extension PredicateExpressions.NotEqual: PlannableExpression {
+    var planTerm: PlanTerm {
+        guard let (path, value, _) = operands(lhs, rhs) else { return .opaque }
+        return .notEqual(path, value)
     }
 }
 

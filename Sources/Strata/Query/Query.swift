@@ -208,7 +208,7 @@ public struct Query<M: Model>: Sendable {
         let term = planTerm
         let (conditions, hasOpaque) = term.conjuncts
         return PlanRequest(collection: collection, conditions: conditions, hasOpaque: hasOpaque, elementConditions: term.elementConjuncts,
-                           hasConditions: hasConditions, sort: sortKeys.map { ($0.keyPath, $0.ascending) }, limit: limit, offset: offset)
+                           disjunctions: term.disjunctions, hasConditions: hasConditions, sort: sortKeys.map { ($0.keyPath, $0.ascending) }, limit: limit, offset: offset)
     }
 
     /// Orders `items` by the sort keys applied to their models (stable).
@@ -269,6 +269,14 @@ public struct QueryPlan: Sendable, Equatable, CustomStringConvertible {
         case indexPoints(index: String, count: Int)
         /// The named index walked in order, to return records sorted without sorting them.
         case indexOrder(index: String, descending: Bool)
+        /// An OR read as the union of its branches' accesses (each a point or range access
+        /// on the primary key or an index): their primary keys, merged without duplicates,
+        /// name the records, which are read in primary-key order and checked against the
+        /// whole condition.
+        indirect case union([Access])
+        /// An AND of conditions on fields with an index each, read as the primary keys both
+        /// accesses find: each tree's keys are read, only the keys in both name records.
+        indirect case intersection([Access])
     }
 
     /// The collection queried.
@@ -352,6 +360,23 @@ extension QueryPlan: Encodable {
         try container.encode(alternatives, forKey: .alternatives)
         try container.encodeIfPresent(sql, forKey: .sql)
         try container.encode(description, forKey: .text)
+    }
+}
+
+extension QueryPlan.Access: CustomStringConvertible {
+    /// The access as `explain()` prints it: `indexPoints(index: "tag", count: 1)`,
+    /// `union(primaryKeyPoints(count: 1), indexRange(index: "age"))`.
+    public var description: String {
+        switch self {
+        case .fullScan: "fullScan"
+        case .primaryKeyRange: "primaryKeyRange"
+        case .primaryKeyPoints(let count): "primaryKeyPoints(count: \(count))"
+        case .indexRange(let index): "indexRange(index: \(String(reflecting: index)))"
+        case .indexPoints(let index, let count): "indexPoints(index: \(String(reflecting: index)), count: \(count))"
+        case .indexOrder(let index, let descending): "indexOrder(index: \(String(reflecting: index)), descending: \(descending))"
+        case .union(let parts): "union(" + parts.map(\.description).joined(separator: ", ") + ")"
+        case .intersection(let parts): "intersection(" + parts.map(\.description).joined(separator: ", ") + ")"
+        }
     }
 }
 

@@ -24,8 +24,8 @@ struct QueryExecution<Record> {
     /// Visits the results with their primary keys. The key buffer is valid only during the
     /// call (streaming scans lend the tree's bytes: no copy per record).
     func run(_ access: ChosenAccess, _ visit: (UnsafeRawBufferPointer, Record) throws -> Bool) throws {
-        if access.plan.sortsInMemory, order == nil, case .index(let index)? = access.source {
-            return try runInPrimaryKeyOrder(access, index: index, visit)
+        if access.plan.sortsInMemory, order == nil, access.readsByPrimaryKey {
+            return try runInPrimaryKeyOrder(access, visit)
         }
         if access.plan.sortsInMemory {
             let order = self.order
@@ -70,53 +70,40 @@ struct QueryExecution<Record> {
         return results[start ..< end]
     }
 
-    /// An unsorted query through an index: its results come in primary-key order, as on
-    /// every path, so the records are read in that order (`fetchInPrimaryKeyOrder`) and
-    /// streamed — a limit stops the reads — instead of fetched in index order and sorted.
-    private func runInPrimaryKeyOrder(_ access: ChosenAccess, index: String, _ visit: (UnsafeRawBufferPointer, Record) throws -> Bool) throws {
+    /// An unsorted query through an index (or several trees' keys): its results come in
+    /// primary-key order, as on every path, so the records are read in that order
+    /// (`fetchInPrimaryKeyOrder`) and streamed — a limit stops the reads — instead of fetched
+    /// in index order and sorted.
+    private func runInPrimaryKeyOrder(_ access: ChosenAccess, _ visit: (UnsafeRawBufferPointer, Record) throws -> Bool) throws {
         var page = ResultWindow(offset: offset, limit: limit)
-        try fetchInPrimaryKeyOrder(access, index: index) { key, bytes in
+        try fetchInPrimaryKeyOrder(access) { key, bytes in
             if let admits, !admits(bytes) { return true }
             return try page.pass(key, try decode(bytes), matches: matches, to: visit)
         }
     }
 
-    /// Reads the records an index's ranges name in primary-key order: the index gives the
-    /// primary keys, which are sorted (bytes, in one buffer), and the records read in that
-    /// order by one cursor — neighbouring keys share leaves, which the cursor reads once. For
-    /// every path whose reader does not need index order (results sorted in memory, kept in
-    /// a heap, counted, or wanted in primary-key order).
-    private func fetchInPrimaryKeyOrder(_ access: ChosenAccess, index: String,
-                                        _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
-        var keyBytes: [UInt8] = []
-        var keys: [(start: Int, count: Int)] = []
-        for range in access.ranges {
-            try engine.scan(entry.indexTree(index), in: range) { _, primaryKey in
-                keys.append((keyBytes.count, primaryKey.count))
-                keyBytes.append(contentsOf: primaryKey)
-                return true
+    /// Reads the records the access names by primary key — an index's ranges, or a union's
+    /// or intersection's trees — in primary-key order (`ChosenAccess.primaryKeys`), by one
+    /// cursor: neighbouring keys share leaves, which the cursor reads once. For every path
+    /// whose reader does not need index order (results sorted in memory, kept in a heap,
+    /// counted, or wanted in primary-key order).
+    private func fetchInPrimaryKeyOrder(_ access: ChosenAccess, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
+        let keys = try access.primaryKeys(engine: engine, entry: entry)
+        // One cursor walks forward through the records tree: a key in the leaf it is on is
+        // found there, without a descent from the root per record.
+        let records = try engine.cursor(entry.recordsTree)
+        try keys.forEach { primaryKey in
+            guard try records.seek(to: primaryKey), records.withKey({ compareBytes($0, primaryKey) == 0 }) else {
+                throw RecordError.corruptRecord(collection: entry.collection, reason: "\(access.keyTrees) names primary key \(Key(bytes: Array(primaryKey))) which has no record")
             }
-        }
-        try keyBytes.withUnsafeBytes { all in
-            func key(_ span: (start: Int, count: Int)) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: all[span.start ..< span.start + span.count]) }
-            keys.sort { compareBytes(key($0), key($1)) < 0 }
-            // One cursor walks forward through the records tree: a key in the leaf it is on is
-            // found there, without a descent from the root per record.
-            let records = try engine.cursor(entry.recordsTree)
-            for span in keys {
-                let primaryKey = key(span)
-                guard try records.seek(to: primaryKey), records.withKey({ compareBytes($0, primaryKey) == 0 }) else {
-                    throw RecordError.corruptRecord(collection: entry.collection, reason: "index '\(index)' names primary key \(Key(bytes: Array(primaryKey))) which has no record")
-                }
-                if try !records.withValue({ try visit(primaryKey, $0) }) { return }
-            }
+            return try records.withValue { try visit(primaryKey, $0) }
         }
     }
 
     /// Visits the records of the access path in its order, decoded, with their primary keys;
     /// records `admits` rejects are skipped undecoded.
     private func candidates(_ access: ChosenAccess, anyOrder: Bool = false, _ visit: (UnsafeRawBufferPointer, Record) throws -> Bool) throws {
-        if access.source == nil || access.source == .primaryKey {
+        if !access.readsByPrimaryKey {
             // The scans' hot loop, without the extra closure of `records` (measured: 4.5% of
             // W1 scan.filter's instructions). `admits` is unwrapped once, here: unwrapped per
             // record, its context was retained and released per record. (Not with `??`: its
@@ -145,7 +132,7 @@ struct QueryExecution<Record> {
     /// With `anyOrder` (the reader sorts, keeps or counts what it gets), an index's records
     /// come in primary-key order, the cheapest to read.
     private func records(_ access: ChosenAccess, anyOrder: Bool = false, _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
-        if anyOrder, case .index(let index)? = access.source { return try fetchInPrimaryKeyOrder(access, index: index, visit) }
+        if access.keySets != nil || (anyOrder && access.readsByPrimaryKey) { return try fetchInPrimaryKeyOrder(access, visit) }
         let ranges = access.reverse ? access.ranges.reversed() : access.ranges
         switch access.source {
         case nil, .primaryKey?:

@@ -129,6 +129,20 @@ public indirect enum TextPredicate: Equatable, Sendable {
         }
     }
 
+    /// The ORs AND-ed into the predicate, each as its branches' AND-ed single-field
+    /// conditions (see `PlanRequest.disjunctions`).
+    func disjunctions(keyTypes: [String: String]) -> [[[(String, FieldBounds)]]] {
+        func branches(_ predicate: TextPredicate) -> [TextPredicate] {
+            if case .or(let a, let b) = predicate { return branches(a) + branches(b) }
+            return [predicate]
+        }
+        switch self {
+        case .and(let a, let b): return a.disjunctions(keyTypes: keyTypes) + b.disjunctions(keyTypes: keyTypes)
+        case .or: return [branches(self).map { $0.conjuncts(keyTypes: keyTypes).conditions }]
+        default: return []
+        }
+    }
+
     /// The key encoding of a literal as a value of the stored key type, when exact.
     static func keyBytes(_ literal: Literal, as type: String) -> [UInt8]? {
         switch (literal, type) {
@@ -405,7 +419,8 @@ extension CollectionInspector {
             candidates.append(AccessCandidate(kind: .index(name: index.name, unique: index.unique), fields: [first]))
         }
         let (conditions, hasOpaque) = predicate?.conjuncts(keyTypes: keyTypes) ?? ([], false)
-        let request = PlanRequest(collection: name, conditions: conditions, hasOpaque: hasOpaque, hasConditions: predicate != nil,
+        let request = PlanRequest(collection: name, conditions: conditions, hasOpaque: hasOpaque,
+                                  disjunctions: predicate?.disjunctions(keyTypes: keyTypes) ?? [], hasConditions: predicate != nil,
                                   sort: sort.map { (Optional($0.field), $0.ascending) }, limit: limit, offset: offset)
         let access = try Planner.choose(request, candidates: candidates, statistics: try PlannerStatistics(engine: snapshot, entry: entry))
         let compiled = predicate.map(CompiledTextPredicate.init)

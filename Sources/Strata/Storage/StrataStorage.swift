@@ -346,14 +346,17 @@ struct CollectionAccess<M: Model> {
         let accessDecides: Bool
     }
 
-    func plan(_ query: Query<M>) throws -> Planned {
+    /// - Parameter counting: only the matches' number is wanted (the planner then prefers
+    ///   accesses whose keys decide every condition: no record is read).
+    func plan(_ query: Query<M>, counting: Bool = false) throws -> Planned {
         // The request is built once: it walks the query's filters and predicate trees.
-        let request = query.planRequest(collection: name)
+        var request = query.planRequest(collection: name)
+        request.counting = counting
         let access = try choose(request)
         let prefilter = access.plan.residualFilter
             ? RecordPrefilter(request.conditions, elements: request.elementConditions, of: M.schema.description, fields: fields, collection: name) : nil
         return Planned(access: access, prefilter: prefilter, decider: !request.hasOpaque && prefilter?.checksAll == true ? prefilter : nil,
-                       accessDecides: !access.plan.residualFilter && request.conditions.allSatisfy { $0.1.keysDecide })
+                       accessDecides: !access.plan.residualFilter && request.keysDecide)
     }
 
     private var uniqueIndexes: Set<String> { Set(M.schema.indexes.filter(\.isUnique).map(\.name)) }
@@ -408,10 +411,14 @@ struct CollectionAccess<M: Model> {
             return query.limit.map { min($0, total) } ?? total
         }
         let unsorted = Query<M>(query: query, droppingSort: true)
-        let planned = try plan(unsorted)
+        let planned = try plan(unsorted, counting: true)
         let access = planned.access
         // When the tree ranges answer every condition, count their entries: no record is
         // fetched or decoded.
+        if planned.accessDecides, access.keySets != nil {
+            let total = max(0, try access.primaryKeys(engine: engine, entry: state.entry).count - query.offset)
+            return query.limit.map { min($0, total) } ?? total
+        }
         if planned.accessDecides {
             let tree: String
             switch access.source {
