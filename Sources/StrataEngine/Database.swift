@@ -382,9 +382,13 @@ public final class Database: Sendable {
             throw StrataError.valueTooLarge(size: payload.count, limit: FrameHeader.maxPayload)
         }
         // The value frames were laid out from the end as the transaction began; the gate has
-        // been held since, so the end is still there.
+        // been held since, so the end is still there. (Were it not, their checksums, seeded
+        // with their offsets, would fail: refuse the commit rather than write frames that
+        // cannot verify.)
         let valueBytes = values?.bytes ?? []
-        assert(values == nil || values!.start == writer.end)
+        if let values, values.start != writer.end {
+            throw StrataError.poisoned(cause: "a write transaction's value frames were laid out at offset \(values.start), but the log ends at \(writer.end); the commit was not written")
+        }
         let logOffset = writer.end + UInt64(valueBytes.count)
         let frame = Frame.encode(.log, payload: payload, offset: logOffset, salt: writer.store.salt, compress: true)
         let frameEnd = logOffset + UInt64(frame.count)
