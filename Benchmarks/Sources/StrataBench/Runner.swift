@@ -103,6 +103,7 @@ final class Runner {
                 }
                 try FileManager.default.removeItem(atPath: scratch)
             }
+            try measureOpenAfterCrash(label, kind, inserted: inserted)
             let path = try engineDirectory(label, name)
             let engine = try kind.makeW1(directory: path)
             try measure(label, "insert.single-tx", name, count: inserted.count, unit: "records/s", alwaysRuns: true) {

@@ -15,7 +15,8 @@ struct StrataBench: ParsableCommand {
             the data set (counts and a digest of every field read); a mismatch stops the run.
             Ops: W1 insert.batch, write.amplification, insert.single-tx, get, get.fetchOne (GRDB), \
             get.threads2 and get.threads4 (key-value engines), scan.filter, scan.index, \
-            update, commit.durable, reopen, memory.peak, size, size.compacted; W2 insert.batch, get, scan.filter, \
+            update, commit.durable, reopen, open.after-crash (ms to open a file whose loading process was \
+            killed halfway; the acknowledged records verified), memory.peak, size, size.compacted; W2 insert.batch, get, scan.filter, \
             size, size.compacted; W3 persist, read all, read pinned by id; W4 (the notes app: strata-typed, GRDB, \
             SQLite) insert, notebook page newest first, first page by tag, top-50 by priority, count by two fields, \
             keyset paging; live: latency in-process and \
@@ -65,6 +66,13 @@ struct StrataBench: ParsableCommand {
     @Option(help: .hidden)
     var followTicks: Int64 = 0
 
+    /// ENGINE:DIRECTORY: load W1 there until killed (the child of open.after-crash).
+    @Option(help: .hidden)
+    var crashLoad: String?
+
+    @Option(help: .hidden)
+    var crashRecords = 0
+
     func validate() throws {
         let sizes = self.sizes
         guard !sizes.isEmpty, sizes.count == list(records).count, sizes.allSatisfy({ $0 >= 100 }) else {
@@ -81,6 +89,8 @@ struct StrataBench: ParsableCommand {
     func run() throws {
         // The observing process of the live ops' cross-process latency.
         if let follow { return try Live.follow(follow, ticks: followTicks, postgresURL: postgres) }
+        // The loader open.after-crash kills.
+        if let crashLoad { return try CrashLoad.load(crashLoad, records: crashRecords) }
         let directory = dir ?? NSTemporaryDirectory() + "strata-bench-\(ProcessInfo.processInfo.processIdentifier)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let progress = Progress(enabled: !quiet)

@@ -177,7 +177,7 @@ package enum Planner {
             try estimate(&options[i], query, candidates, statistics: statistics)
         }
         let singleTree = options.filter { !$0.consumed.isEmpty }
-        if costed, let intersection = try intersection(of: singleTree, query, statistics: statistics!) {
+        if costed, let best = options.map(\.cost).min(), let intersection = try intersection(of: singleTree, query, under: best, statistics: statistics!) {
             options.append(intersection)
         }
         for disjunction in query.disjunctions {
@@ -265,7 +265,8 @@ package enum Planner {
     /// ranges hold: each tree's keys are read (cheap: no record), and only the records in
     /// both are fetched — or none when counting and the keys decide. The pair of the two
     /// narrowest accesses that each answer a condition the other does not; nil without one.
-    private static func intersection<Field>(of options: [Option], _ query: PlanRequest<Field>, statistics: PlannerStatistics) throws -> Option? {
+    private static func intersection<Field>(of options: [Option], _ query: PlanRequest<Field>, under best: Int,
+                                            statistics: PlannerStatistics) throws -> Option? {
         // Parts need their key counts: not an in-order read's estimate cut at its limit.
         let records = statistics.records
         let sorted = options.filter { !($0.inOrder && query.needed != nil) }.sorted { $0.estimatedRows < $1.estimatedRows }
@@ -273,10 +274,12 @@ package enum Planner {
               var second = sorted.dropFirst().first(where: { $0.candidate != first.candidate && !$0.consumed.isSubset(of: first.consumed)
                                                             && !first.consumed.isSubset(of: $0.consumed) })
         else { return nil }
+        // Both trees' keys are read: the pair loses once they hold more than the best cost so far.
+        let cap = best - first.estimatedRows
+        guard second.estimatedRows < cap else { return nil }
         // The second's count may have stopped where reading it alone lost to the full scan;
-        // beside the first it pays until both together read as many keys as there are records.
+        // beside the first it may still pay, up to that cap.
         if second.estimatedRows > records / indexFetchCost, let source = second.source {
-            let cap = records - first.estimatedRows
             second.estimatedRows = try statistics.countEntries(source, second.ranges, cap)
             guard second.estimatedRows < cap else { return nil }
         }
