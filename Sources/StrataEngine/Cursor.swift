@@ -66,13 +66,20 @@ public final class Cursor {
     /// - Throws: `StrataError.corruption` for damaged pages; `.io`.
     @discardableResult
     public func seek(to key: UnsafeRawBufferPointer) throws -> Bool {
-        if let current = leaf, current.count > 0,
-           current.withEntry(0, { first, _ in compareBytes(first, key) <= 0 }),
-           current.withEntry(current.count - 1, { last, _ in compareBytes(key, last) <= 0 }) {
-            // The leaf holds every key of the tree between its first and last: the first
-            // entry at or after `key` is in it.
-            index = current.search(key).index
-            return true
+        // The leaf holds every key of the tree between its first and last: for a key in
+        // that span, the first entry at or after it is in the leaf.
+        if let current = leaf, index < current.count {
+            let here = current.compareKey(at: index, with: key)
+            if here == 0 { return true }
+            if here < 0, current.compareKey(at: current.count - 1, with: key) >= 0 {
+                // Forward (the common case: ascending lookups): search from here on.
+                index = current.search(key, from: index + 1).index
+                return true
+            }
+            if here > 0, current.compareKey(at: 0, with: key) <= 0 {
+                index = current.search(key).index
+                return true
+            }
         }
         path.removeAll(keepingCapacity: true)
         leaf = nil

@@ -141,6 +141,39 @@ final class LeafNode: @unchecked Sendable {
         }
     }
 
+    /// How the key of entry `i` compares with `key` (memcmp order: negative, zero, positive).
+    @inline(__always)
+    func compareKey(at i: Int, with key: UnsafeRawBufferPointer) -> Int {
+        storage.withUnsafeBytes { raw in compareBytes(Self.entry(in: raw, at: Int(starts[i])).key, key) }
+    }
+
+    /// `search(key)` for a key that sorts after every entry before `start`: gallops from
+    /// `start` (1, 2, 4, … entries on) to an entry at or after the key, then searches that
+    /// stretch. A run of ascending lookups a few entries apart (records an index names,
+    /// fetched in primary-key order) costs a few comparisons each, not a whole leaf's search.
+    func search(_ key: UnsafeRawBufferPointer, from start: Int) -> (index: Int, found: Bool) {
+        storage.withUnsafeBytes { raw in
+            @inline(__always) func compare(_ i: Int) -> Int { compareBytes(Self.entry(in: raw, at: Int(starts[i])).key, key) }
+            var low = start, high = starts.count
+            var probe = start, step = 1
+            while probe < high {
+                let c = compare(probe)
+                if c == 0 { return (probe, true) }
+                if c > 0 { high = probe; break }
+                low = probe + 1
+                probe += step
+                step *= 2
+            }
+            while low < high {
+                let mid = (low + high) / 2
+                let c = compare(mid)
+                if c == 0 { return (mid, true) }
+                if c < 0 { low = mid + 1 } else { high = mid }
+            }
+            return (low, false)
+        }
+    }
+
     /// The encoded entry size in memory and as a page.
     static func entrySizes(keyCount: Int, value: ValueSlot, limits: NodeLimits) -> (memory: Int, page: Int) {
         let keyPart = varintSize(keyCount) + keyCount + 1

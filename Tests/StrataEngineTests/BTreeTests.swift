@@ -106,6 +106,30 @@ struct BTreeTests {
         }
     }
 
+    @Test("a cursor's seeks forward in small and large steps, and back, land where a fresh cursor's do")
+    func seeksFromTheCurrentPosition() throws {
+        try withDatabase { db, _ in
+            try db.write { tx in
+                try tx.createTree("t")
+                for i in stride(from: 0, to: 3000, by: 3) { try tx.put(Key(i).bytes, forKey: Key(i).bytes, in: "t") }
+            }
+            let snapshot = try db.snapshot()
+            let moving = try snapshot.cursor("t")
+            var rng = SystemRandomNumberGenerator()
+            var target = -5
+            for _ in 0 ..< 2000 {
+                // Mostly small steps forward (within a leaf), some long ones, some back.
+                target += [1, 2, 3, 4, 7, 40, 500, -2, -30].randomElement(using: &rng)!
+                target = min(max(target, -5), 3005)
+                let fresh = try snapshot.cursor("t")
+                let found = try moving.seek(to: Key(target).bytes)
+                #expect(try found == fresh.seek(to: Key(target).bytes), "seek to \(target)")
+                if found { #expect(moving.key == fresh.key, "seek to \(target)") }
+                if !found { target = -5 }
+            }
+        }
+    }
+
     @Test("cursors move forward and backward and seek with inclusive and exclusive bounds")
     func cursors() throws {
         try withDatabase { db, _ in
