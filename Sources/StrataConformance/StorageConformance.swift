@@ -103,6 +103,11 @@ public enum StorageConformance {
                 ("nil", .isNil(\.nickname), { $0.nickname == nil }),
                 ("not nil", .isNotNil(\.nickname), { $0.nickname != nil }),
                 ("or", \.age < 25 || \.age > 40, { $0.age < 25 || $0.age > 40 }),
+                ("or across fields", \.id == 3 || \.age == 30, { $0.id == 3 || $0.age == 30 }),
+                ("or across indexes", \.email == "user4@example.com" || \.age > 40 || \.id < 2, { $0.email == "user4@example.com" || $0.age > 40 || $0.id < 2 }),
+                ("or with a contradicting branch", (\.id == 1 && \.id == 2) || \.age == 30, { $0.age == 30 }),
+                ("!= on an optional field, nil included", \.nickname != "n5", { $0.nickname != "n5" }),
+                ("or beside and", \.age >= 30 && (\.id == 4 || .hasPrefix(\.name, "C")), { $0.age >= 30 && ($0.id == 4 || $0.name.hasPrefix("C")) }),
                 ("not", !(\.age == 30), { $0.age != 30 }),
                 ("and of index and other", \.age >= 30 && .hasPrefix(\.name, "B"), { $0.age >= 30 && $0.name.hasPrefix("B") }),
             ]
