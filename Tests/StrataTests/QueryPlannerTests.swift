@@ -82,6 +82,21 @@ struct QueryPlannerTests {
         }
     }
 
+    @Test("the first page of a narrow condition reads the index's keys, then fetches in primary-key order until the page is full")
+    func narrowPageThroughIndex() throws {
+        try withStorage(2000) { s in
+            let all = (0 ..< 2000).map(Person.sample)
+            let query = Person.filter(\.age == 25).offset(2).limit(5)
+            let plan = try s.explain(query)
+            #expect(plan.access == .indexPoints(index: "age", count: 1) && plan.fetchesInPrimaryKeyOrder && !plan.sortsInMemory, "\(plan)")
+            #expect(plan.stopsAfter == 7 && plan.estimatedRows == 7, "\(plan)")
+            #expect(plan.description.contains("fetched in primary-key order"), "\(plan)")
+            // A full scan would pass ~60 records per match (the index counted the matches).
+            #expect(plan.alternatives.contains { $0.access == .fullScan && $0.estimatedRows > 300 }, "\(plan)")
+            #expect(try s.read(query).map(\.id) == all.filter { $0.age == 25 }.dropFirst(2).prefix(5).map(\.id))
+        }
+    }
+
     @Test("a composite index serves conditions on its first field")
     func compositeIndex() throws {
         try withStorage { s in

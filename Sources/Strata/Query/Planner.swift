@@ -137,6 +137,8 @@ package enum Planner {
         var reverse: Bool
         var score: Int
         var estimatedRows = 0
+        /// The entries its tree ranges hold (counted up to where the choice was clear).
+        var entries = 0
         var cost = 0
         /// For a union or intersection: the single-tree options combined.
         var keySets: (combination: ChosenAccess.KeySets.Combination, parts: [Option])? = nil
@@ -173,8 +175,15 @@ package enum Planner {
                               inOrder: scanOrder?.inOrder ?? query.sort.isEmpty, reverse: scanOrder?.reverse ?? false, score: 0))
 
         let costed = statistics.map { $0.records >= smallCollection } ?? false
-        for i in options.indices {
-            try estimate(&options[i], query, candidates, statistics: statistics)
+        // The accesses whose keys answer every condition count the matches; the others'
+        // limited reads then expect to read `needed × records / matches` rows for a page.
+        var matches: Int?
+        for i in options.indices where !isResidual(options[i], query) {
+            try estimate(&options[i], query, candidates, statistics: statistics, matches: nil)
+            if !(options[i].inOrder && query.needed != nil) { matches = min(matches ?? .max, options[i].entries) }
+        }
+        for i in options.indices where isResidual(options[i], query) {
+            try estimate(&options[i], query, candidates, statistics: statistics, matches: matches)
         }
         let singleTree = options.filter { !$0.consumed.isEmpty }
         if costed, let best = options.map(\.cost).min(), let intersection = try intersection(of: singleTree, query, under: best, statistics: statistics!) {
@@ -248,7 +257,7 @@ package enum Planner {
                                      sort: [], limit: nil, offset: 0)
             guard var options = treeOptions(branch, candidates: candidates) else { continue }
             guard !options.isEmpty else { return nil }
-            for i in options.indices { try estimate(&options[i], branch, candidates, statistics: statistics) }
+            for i in options.indices { try estimate(&options[i], branch, candidates, statistics: statistics, matches: nil) }
             parts.append(options.min { a, b in a.cost != b.cost ? a.cost < b.cost : a.score > b.score }!)
         }
         let rows = parts.reduce(0) { $0 + $1.estimatedRows }
@@ -294,12 +303,23 @@ package enum Planner {
         return option
     }
 
-    /// Fills in an option's estimated rows read and its cost.
+    /// Fills in an option's estimated rows read and its cost. `matches`: the records every
+    /// condition selects, when a tree's keys answer them all (nil: unknown).
     private static func estimate<Field>(_ option: inout Option, _ query: PlanRequest<Field>, _ candidates: [AccessCandidate<Field>],
-                                        statistics: PlannerStatistics?) throws {
+                                        statistics: PlannerStatistics?, matches: Int?) throws {
         let residual = isResidual(option, query)
         let records = statistics?.records ?? 0
         let limited = option.inOrder ? query.needed : nil
+        // The rows of `total` a read checking conditions expects to pass before `needed` of
+        // them match: by the matches' share when known, else one in four.
+        func rowsUntil(_ needed: Int, of total: Int) -> Int {
+            guard residual else { return min(total, needed) }
+            guard let matches else { return min(total, needed * indexFetchCost) }
+            return matches == 0 ? total : min(total, needed * max(1, total / matches))
+        }
+        // Unsorted and limited through an index: every key is read, but the records are
+        // fetched in primary-key order only until the page is full.
+        let fetchesUntilFull = !option.inOrder && query.sort.isEmpty && query.needed != nil && namesRecordsByKey(option.access)
         let entries: Int
         switch option.access {
         case .fullScan, .indexOrder:
@@ -311,18 +331,25 @@ package enum Planner {
         default:
             // Counting stops where the answer no longer matters: at the rows a limited
             // in-order read needs, or where a full scan would be cheaper.
-            let cap = limited.map { residual ? $0 * indexFetchCost : $0 } ?? (records < smallCollection ? records + 1 : records / indexFetchCost + 1)
+            let cap = limited.map { rowsUntil($0, of: records) } ?? (records < smallCollection ? records + 1 : records / indexFetchCost + 1)
             if let statistics, let source = option.source {
                 entries = try statistics.countEntries(source, option.ranges, max(1, cap))
             } else {
                 entries = records
             }
         }
-        let rows = limited.map { min(entries, residual ? $0 * indexFetchCost : $0) } ?? entries
+        option.entries = entries
+        let rows = limited.map { rowsUntil($0, of: entries) } ?? entries
         option.estimatedRows = rows
         let isIndex = if case .index? = option.source { true } else { false }
         // A count whose access decides every condition reads keys only.
         let readsRecords = !query.counting || residual || !query.keysDecide
+        if fetchesUntilFull, readsRecords, let needed = query.needed {
+            let fetched = rowsUntil(needed, of: entries)
+            option.estimatedRows = fetched
+            option.cost = entries + fetched * indexFetchCost
+            return
+        }
         option.cost = rows * (isIndex && readsRecords ? indexFetchCost : 1)
     }
 
@@ -394,18 +421,22 @@ package enum Planner {
     }
 
     private static func plan<Field>(_ query: PlanRequest<Field>, _ access: QueryPlan.Access, _ range: String?, residual: Bool, inOrder: Bool) -> QueryPlan {
-        // Unsorted results come in primary-key order on every backend, so records found
-        // through an index are put back in that order.
-        let readsIndex: Bool
-        switch access {
-        case .indexRange, .indexPoints: readsIndex = true
-        default: readsIndex = false
-        }
-        let sorts = (!query.sort.isEmpty || readsIndex) && !inOrder
+        let sorts = !query.sort.isEmpty && !inOrder
         var plan = QueryPlan(collection: query.collection, access: access, range: range, residualFilter: residual,
                              sortsInMemory: sorts, stopsAfter: sorts ? nil : query.needed)
         if sorts { plan.keepsTop = query.needed }
+        // Unsorted results come in primary-key order on every backend: records other trees
+        // name are fetched in that order (and a limit stops the fetches).
+        plan.fetchesInPrimaryKeyOrder = !inOrder && namesRecordsByKey(access)
         return plan
+    }
+
+    /// Whether the access reads primary keys from other trees, then the records they name.
+    private static func namesRecordsByKey(_ access: QueryPlan.Access) -> Bool {
+        switch access {
+        case .indexRange, .indexPoints, .union, .intersection: true
+        case .fullScan, .primaryKeyRange, .primaryKeyPoints, .indexOrder: false
+        }
     }
 
     /// The intersection of several conditions on one field, or nil when it is empty.

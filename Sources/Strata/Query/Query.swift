@@ -297,6 +297,11 @@ public struct QueryPlan: Sendable, Equatable, CustomStringConvertible {
     /// With an in-memory sort and a limit: only the best `limit + offset` matches are kept
     /// while reading (a bounded top-k, not a sort of every match).
     public var keepsTop: Int?
+    /// The records an index (or a union or intersection of trees) names are fetched in
+    /// primary-key order: its keys are read and sorted first, then the records read in that
+    /// order, neighbours sharing tree pages. Unsorted results come in that order on every
+    /// path, so such a read streams and stops at `stopsAfter`.
+    public var fetchesInPrimaryKeyOrder = false
     /// The rows the chosen access reads, as the planner estimated them (counted on the tree's
     /// keys; a count that reached the point where the choice was clear is a lower bound).
     /// Nil where the planner does not estimate (SQL backends: see `sql`).
@@ -321,6 +326,7 @@ public struct QueryPlan: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         var parts = ["\(collection): \(access)"]
         if let range { parts.append("range \(range)") }
+        if fetchesInPrimaryKeyOrder { parts.append("fetched in primary-key order") }
         if let sql {
             // A SQL backend: the statement, then what Swift does with its rows.
             let swift = (residualFilter ? ["filter"] : []) + (sortsInMemory ? ["sort"] : []) + (stopsAfter.map { ["stop after \($0)"] } ?? [])
@@ -341,7 +347,7 @@ public struct QueryPlan: Sendable, Equatable, CustomStringConvertible {
 /// access path as text, and the whole plan as `text` (what `description` prints).
 extension QueryPlan: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case collection, access, range, residualFilter, sortsInMemory, stopsAfter, keepsTop, estimatedRows, alternatives, sql, text
+        case collection, access, range, residualFilter, sortsInMemory, stopsAfter, keepsTop, fetchesInPrimaryKeyOrder, estimatedRows, alternatives, sql, text
     }
 
     /// Encodes the plan as JSON-ready fields (access as text, the description as `text`).
@@ -356,6 +362,7 @@ extension QueryPlan: Encodable {
         try container.encode(sortsInMemory, forKey: .sortsInMemory)
         try container.encodeIfPresent(stopsAfter, forKey: .stopsAfter)
         try container.encodeIfPresent(keepsTop, forKey: .keepsTop)
+        try container.encode(fetchesInPrimaryKeyOrder, forKey: .fetchesInPrimaryKeyOrder)
         try container.encodeIfPresent(estimatedRows, forKey: .estimatedRows)
         try container.encode(alternatives, forKey: .alternatives)
         try container.encodeIfPresent(sql, forKey: .sql)

@@ -24,7 +24,7 @@ struct QueryExecution<Record> {
     /// Visits the results with their primary keys. The key buffer is valid only during the
     /// call (streaming scans lend the tree's bytes: no copy per record).
     func run(_ access: ChosenAccess, _ visit: (UnsafeRawBufferPointer, Record) throws -> Bool) throws {
-        if access.plan.sortsInMemory, order == nil, access.readsByPrimaryKey {
+        if order == nil, access.readsByPrimaryKey {
             return try runInPrimaryKeyOrder(access, visit)
         }
         if access.plan.sortsInMemory {
