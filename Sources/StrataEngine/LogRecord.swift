@@ -168,8 +168,9 @@ enum LogBatchReader {
                     let key = try r.bytes(try r.length("key length"), "key")
                     let address = FrameAddress(offset: try r.u64("value frame offset"), length: try r.u32("value frame length"))
                     let length = try r.u32("value length")
+                    // `end` saturates: a crafted offset near 2^64 fails the check, not the process.
                     guard address.offset >= FileHeader.dataStart, Int(address.length) > FrameHeader.size,
-                          address.offset + UInt64(address.length) <= context.offset else {
+                          address.end <= context.offset else {
                         throw context.error("value frame \(address.offset)+\(address.length) does not lie before its log frame")
                     }
                     guard Int(length) <= Database.maxValueSize else {

@@ -154,6 +154,16 @@ struct FrameTests {
             try LogBatchReader.read(payload, context: CorruptionContext(path: "", offset: 9_119, structure: "log")) { _ in }
         }
 
+        // An offset near 2^64 is refused as damage, not added to its length (found by the log fuzz target).
+        var crafted = LogBatchWriter()
+        crafted.createTree("a")
+        [UInt8]("k").withUnsafeBytes { k in
+            crafted.put(tree: "a", key: k, storedAt: FrameAddress(offset: .max - 10, length: 5_024), length: 5_000)
+        }
+        #expect(throws: StrataError.self) {
+            try LogBatchReader.read(crafted.payload(sequence: 1, timeMilliseconds: 0), context: CorruptionContext(path: "", offset: 9_120, structure: "log")) { _ in }
+        }
+
         let record = CheckpointRecord(sequence: 9, timeMilliseconds: 5, previous: FrameAddress(offset: 4096, length: 40),
                                       trees: [.init(name: "t", entryCount: 3, root: FrameAddress(offset: 5000, length: 99)), .init(name: "e", entryCount: 0, root: nil)])
         let context = CorruptionContext(path: "", offset: 9000, structure: "checkpoint")
