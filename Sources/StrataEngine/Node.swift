@@ -129,16 +129,22 @@ final class LeafNode: @unchecked Sendable {
 
     /// Binary search: the index of `key`, or of the first larger key, and whether it matched.
     func search(_ key: UnsafeRawBufferPointer) -> (index: Int, found: Bool) {
-        storage.withUnsafeBytes { raw in
-            var low = 0, high = starts.count
-            while low < high {
-                let mid = (low + high) / 2
-                let c = compareBytes(Self.entry(in: raw, at: Int(starts[mid])).key, key)
-                if c == 0 { return (mid, true) }
-                if c < 0 { low = mid + 1 } else { high = mid }
-            }
-            return (low, false)
+        storage.withUnsafeBytes { raw in Self.binarySearch(key, in: raw, starts: starts, low: 0, high: starts.count) }
+    }
+
+    /// The first entry at or after `key` among entries `low ..< high`, whose keys before
+    /// `low` sort below it and from `high` above it.
+    @inline(__always)
+    private static func binarySearch(_ key: UnsafeRawBufferPointer, in raw: UnsafeRawBufferPointer, starts: [UInt32],
+                                     low: Int, high: Int) -> (index: Int, found: Bool) {
+        var (low, high) = (low, high)
+        while low < high {
+            let mid = (low + high) / 2
+            let c = compareBytes(entry(in: raw, at: Int(starts[mid])).key, key)
+            if c == 0 { return (mid, true) }
+            if c < 0 { low = mid + 1 } else { high = mid }
         }
+        return (low, false)
     }
 
     /// How the key of entry `i` compares with `key` (memcmp order: negative, zero, positive).
@@ -164,13 +170,7 @@ final class LeafNode: @unchecked Sendable {
                 probe += step
                 step *= 2
             }
-            while low < high {
-                let mid = (low + high) / 2
-                let c = compare(mid)
-                if c == 0 { return (mid, true) }
-                if c < 0 { low = mid + 1 } else { high = mid }
-            }
-            return (low, false)
+            return Self.binarySearch(key, in: raw, starts: starts, low: low, high: high)
         }
     }
 
