@@ -31,12 +31,13 @@ public enum StudioServer {
         let readers = NIOThreadPool(numberOfThreads: readerThreads)
         readers.start()
         let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let executor = EventLoopExecutor(loops.next())
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
             let exchange = StudioRequest(
                 method: request.method.rawValue, path: request.uri.path,
                 query: StudioRequest.parameters(request.uri.query),
                 host: request.head.authority, origin: request.headers[.origin])
-            if exchange.path == "/api/events" { return eventStream(studio, exchange) }
+            if exchange.path == "/api/events" { return eventStream(studio, exchange, executor: executor) }
             let answer = try await readers.runIfActive { studio.respond(to: exchange) }
             return response(answer, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
         }
@@ -55,7 +56,8 @@ public enum StudioServer {
             logger: logger)
         var failure: (any Error)?
         do {
-            try await app.runService()
+            // Connections are child tasks of this one, so they run on Studio's loop too.
+            try await withTaskExecutorPreference(executor) { try await app.runService() }
         } catch {
             failure = error
         }
@@ -69,7 +71,7 @@ public enum StudioServer {
     static let readerThreads = 2
 
     /// `/api/events`: `hello` with the current commit, then `commit` per new commit.
-    private static func eventStream(_ studio: Studio, _ request: StudioRequest) -> Response {
+    private static func eventStream(_ studio: Studio, _ request: StudioRequest, executor: EventLoopExecutor) -> Response {
         if let refusal = studio.refusal(for: request) { return response(refusal, body: .init(byteBuffer: ByteBuffer(bytes: refusal.body))) }
         let sequence: UInt64
         do {
@@ -87,11 +89,11 @@ public enum StudioServer {
             // One queue of messages: commits as they come, and a heartbeat comment.
             let (messages, queue) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(8))
             queue.yield(CommitEvents.hello(sequence: sequence))
-            let forwarding = Task {
+            let forwarding = Task(executorPreference: executor) {
                 for await refresh in commits { queue.yield(CommitEvents.message(refresh)) }
                 queue.finish()
             }
-            let beating = Task {
+            let beating = Task(executorPreference: executor) {
                 while (try? await Task.sleep(for: heartbeat)) != nil { queue.yield(": still here\n\n") }
             }
             defer {

@@ -10,27 +10,38 @@ import Glibc
 @Suite("Studio over HTTP")
 struct StudioServerTests {
     /// One HTTP/1.1 connection to 127.0.0.1.
-    final class Connection {
+    final class Connection: @unchecked Sendable {
         private let socket: Int32
         private var received = ""
+        /// Reads give up after this many seconds rather than hang the test; generous, as CI
+        /// runs every suite at once on 2 cores.
+        static let readTimeout = 180
+        private let timeout: Int
 
-        init(port: Int) throws {
+        init(port: Int, timeout: Int = Connection.readTimeout) throws {
+            self.timeout = timeout
             socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = in_port_t(UInt16(port).bigEndian)
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            // Reads give up after 60 s rather than hang the test (CI runs every suite at once on 2 cores).
-            var timeout = timeval(tv_sec: 60, tv_usec: 0)
-            setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var limit = timeval(tv_sec: timeout, tv_usec: 0)
+            setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
             let connected = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
             guard connected == 0 else { throw TestFileError("cannot connect to port \(port)") }
         }
 
-        func send(_ text: String) {
-            _ = text.withCString { Glibc.send(socket, $0, strlen($0), 0) }
+        /// Sends all of `text`, resuming after a signal interrupts the call.
+        func send(_ text: String) throws {
+            var bytes = Array(text.utf8)[...]
+            while !bytes.isEmpty {
+                let count = bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, 0) }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { throw TestFileError("send failed: \(String(cString: strerror(errno)))") }
+                bytes = bytes.dropFirst(count)
+            }
         }
 
         /// Reads until `text` has arrived. - Returns: everything received so far.
@@ -39,7 +50,14 @@ struct StudioServerTests {
             var buffer = [UInt8](repeating: 0, count: 4096)
             while !received.contains(text) {
                 let count = recv(socket, &buffer, buffer.count, 0)
-                guard count > 0 else { throw TestFileError("connection ended before \(text.debugDescription); got \(received.debugDescription)") }
+                // A signal (another test's child process exiting) interrupts the wait: wait on.
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else {
+                    let why = count == 0 ? "the server closed the connection"
+                        : errno == EAGAIN || errno == EWOULDBLOCK ? "nothing came for \(timeout) s"
+                        : String(cString: strerror(errno))
+                    throw TestFileError("\(why) before \(text.debugDescription) arrived; got \(received.debugDescription)")
+                }
                 received += String(decoding: buffer[0..<count], as: UTF8.self)
             }
             return received
@@ -48,32 +66,77 @@ struct StudioServerTests {
         deinit { close(socket) }
     }
 
+    /// Studio serving a fresh 50-user W1 file on a free port.
+    struct RunningServer {
+        let directory: String
+        let path: String
+        let port: Int
+        let task: Task<Void, any Error>
+
+        static func start() async throws -> RunningServer {
+            let directory = try TestFiles.directory()
+            let path = directory + "/w1.strata"
+            try TestFiles.w1(path, count: 50)
+            let studio = Studio(path: path)
+            let (urls, announce) = AsyncStream<String>.makeStream()
+            let task = Task { try await StudioServer.run(studio, port: 0) { announce.yield($0) } }
+            var announcements = urls.makeAsyncIterator()
+            let url = try #require(await announcements.next())
+            return RunningServer(directory: directory, path: path, port: try #require(URL(string: url)?.port), task: task)
+        }
+
+        /// Stops the server (which ends its open event streams too) and removes the file.
+        func stop() async {
+            task.cancel()
+            _ = await task.result
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
     @Test("the server refuses a foreign Host, and streams another process's commit to an open page")
     func guardsAndStreamsCommits() async throws {
-        let directory = try TestFiles.directory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/w1.strata"
-        try TestFiles.w1(path, count: 50)
-        let studio = Studio(path: path)
-        let (urls, announce) = AsyncStream<String>.makeStream()
-        let server = Task { try await StudioServer.run(studio, port: 0) { announce.yield($0) } }
-        var announcements = urls.makeAsyncIterator()
-        let url = try #require(await announcements.next())
-        let port = try #require(URL(string: url)?.port)
+        let server = try await RunningServer.start()
+        let port = server.port
 
         let rebinding = try Connection(port: port)
-        rebinding.send("GET /api/info HTTP/1.1\r\nHost: attacker.example:\(port)\r\nConnection: close\r\n\r\n")
+        try rebinding.send("GET /api/info HTTP/1.1\r\nHost: attacker.example:\(port)\r\nConnection: close\r\n\r\n")
         #expect(try rebinding.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 403"))
 
         let page = try Connection(port: port)
-        page.send("GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAccept: text/event-stream\r\n\r\n")
+        try page.send("GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAccept: text/event-stream\r\n\r\n")
         let opening = try page.read(until: "event: hello")
         #expect(opening.hasPrefix("HTTP/1.1 200") && opening.contains("text/event-stream"))
-        try TestFiles.run(TestFiles.binary("StrataStudioFixture"), ["commit", path, "51"])
+        try TestFiles.run(TestFiles.binary("StrataStudioFixture"), ["commit", server.path, "51"])
         #expect(try page.read(until: "event: commit").contains("\"changedTrees\":[\"c:users\""))
+        await server.stop()
+    }
 
-        // Stopping the server ends the open event stream too.
-        server.cancel()
-        _ = await server.result
+    /// An app's synchronous work can hold every one of Swift's shared cooperative threads (one
+    /// per core); Studio runs on its own loop, so its pages are answered meanwhile. (CI's
+    /// parallel test run did exactly this: a long synchronous test on one thread, a socket
+    /// read on the other, and the server had nowhere to run.)
+    @Test("pages are answered while every shared concurrency thread is blocked")
+    func answersWhileSharedThreadsAreBlocked() async throws {
+        let server = try await RunningServer.start()
+        let port = server.port
+        let width = ProcessInfo.processInfo.activeProcessorCount
+        let started = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        for _ in 0..<width { Task.detached { started.signal(); release.wait() } }
+        let answer = try await onThreadOfItsOwn {
+            defer { for _ in 0..<width { release.signal() } }
+            for _ in 0..<width { started.wait() }
+            let connection = try Connection(port: port, timeout: 20)
+            try connection.send("GET /api/info HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n")
+            return try connection.read(until: "\r\n\r\n")
+        }
+        #expect(answer.hasPrefix("HTTP/1.1 200"))
+        await server.stop()
+    }
+
+    /// Runs blocking work on a new thread, so waiting does not take one of the shared threads.
+    private func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try work() }) }.start()
+        }
     }
 }
