@@ -1,124 +1,128 @@
+import Foundation
+
 /// The outcome of `Database.compact()`.
 public struct CompactionResult: Sendable, Equatable {
     /// The file's size before.
     public var bytesBefore: UInt64
-    /// The file's size after: its live data, written compactly.
+    /// The file's size after: its live data, written compactly (and the commits made while
+    /// it was copied).
     public var bytesAfter: UInt64
-}
-
-/// Builds a tree bottom-up from entries given in key order, with full pages. Used by
-/// compaction.
-struct TreeBuilder {
-    private var writer: NodeWriter
-    private let limits: NodeLimits
-    private var leaf = LeafNode(owner: 0)
-    private var leaves: [(firstKey: [UInt8], address: FrameAddress)] = []
-
-    init(writer: NodeWriter) {
-        self.writer = writer
-        self.limits = writer.store.limits
-    }
-
-    var appender: FrameAppender { writer.appender }
-
-    mutating func add(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
-        let size = LeafNode.entrySizes(keyCount: key.count, value: .inline(value), limits: limits).page
-        if leaf.count > 0, leaf.pageBytes + size > limits.pageSize { try flushLeaf() }
-        leaf.insert(at: leaf.count, key: key, value: .inline(value), limits: limits)
-    }
-
-    private mutating func flushLeaf() throws {
-        let address = try writer.write(.leaf(leaf))
-        leaves.append((leaf.key(at: 0), address))
-        leaf = LeafNode(owner: 0)
-    }
-
-    /// Writes what is pending and the branch levels; returns the root (nil when empty).
-    mutating func finish() throws -> FrameAddress? {
-        if leaf.count > 0 { try flushLeaf() }
-        var level = leaves
-        while level.count > 1 {
-            var next: [(firstKey: [UInt8], address: FrameAddress)] = []
-            var groups: [[(firstKey: [UInt8], address: FrameAddress)]] = [[]]
-            var bytes = 0
-            for child in level {
-                let cost = BranchNode.keyCost(child.firstKey) + BranchNode.childReferenceSize
-                if groups[groups.count - 1].count >= 2, bytes + cost > limits.pageSize {
-                    groups.append([])
-                    bytes = 0
-                }
-                groups[groups.count - 1].append(child)
-                bytes += cost
-            }
-            if groups.count > 1, groups[groups.count - 1].count == 1 {
-                groups[groups.count - 2].append(groups.removeLast()[0])
-            }
-            for group in groups {
-                let branch = BranchNode(owner: 0, keys: group.dropFirst().map(\.firstKey), children: group.map { .stored($0.address) })
-                next.append((group[0].firstKey, try writer.write(.branch(branch))))
-            }
-            level = next
-        }
-        return level.first?.address
-    }
+    /// Commits made while the live data was copied, carried over into the new file.
+    public var commitsCarriedOver: Int = 0
+    /// How long writers were held up: the final carry-over of commits and the swap. The copy
+    /// before it runs beside them.
+    public var writerPause: Duration = .zero
 }
 
 extension Database {
     /// Rewrites the live data into a new file and swaps it in atomically, giving back the
-    /// space of superseded pages and checkpointed log.
+    /// space of superseded pages and checkpointed log. Writers keep committing meanwhile.
     ///
-    /// Writes `PATH.compact`, syncs it, renames it over `PATH` and syncs the directory.
-    /// A crash before the rename leaves the original intact (the next open deletes the
-    /// leftover); after it, the new file is complete. Snapshots taken before keep reading
-    /// the old file. Writers wait while compaction runs. `progress` receives (entries copied,
+    /// 1. The live data of a snapshot is copied into `PATH.compact` beside the writers,
+    ///    which go on committing to the file.
+    /// 2. The commits they made meanwhile are carried over into the new file (their
+    ///    operations, re-addressed), in rounds, while there are many.
+    /// 3. Holding writers back, the last few commits are carried over, the new file is
+    ///    synced, renamed over `PATH`, and the directory synced. Only this step pauses
+    ///    writers (`CompactionResult.writerPause`); readers never wait.
+    ///
+    /// A crash before the rename leaves the original intact, holding every acknowledged
+    /// commit (the next open deletes the leftover); after it, the new file holds them all.
+    /// Snapshots taken before keep reading the old file. One compaction runs at a time per
+    /// handle; a second call waits for the first. `progress` receives (entries copied,
     /// entries in all trees).
     ///
+    /// ```swift
+    /// let result = try db.compact()
+    /// print("\(result.bytesBefore) → \(result.bytesAfter) bytes; writers paused \(result.writerPause)")
+    /// ```
+    ///
     /// - Parameter progress: Called as entries are copied, on the compacting thread.
-    /// - Returns: The file's size before and after, and what was copied.
-    /// - Throws: `StrataError.readOnly` on a read-only handle; `.io` when the new file cannot be
-    ///   written (the original is untouched then); `.corruption` for damaged pages.
+    /// - Returns: The file's size before and after, the commits carried over and the pause.
+    /// - Throws: `StrataError.readOnly` on a read-only handle; `.closed` when the handle closes
+    ///   meanwhile; `.io` when the new file cannot be written (the original is untouched
+    ///   then); `.corruption` for damaged pages.
     @discardableResult
     public func compact(progress: ((UInt64, UInt64) -> Void)? = nil) throws -> CompactionResult {
-        try withWriter { writer in
-            let snapshot = try snapshot()
-            let old = snapshot.store
-            let before = try old.file.size()
-            let temporaryPath = path + ".compact"
-            try fileSystem.remove(temporaryPath)
-            let file = try fileSystem.open(temporaryPath, mode: .readWrite)
-            let state: RecoveredState
-            do {
-                state = try writeCompacted(snapshot, to: file, progress: progress)
-                guard try file.tryLockExclusive() else { throw StrataError.locked(path: temporaryPath) }
-                try fileSystem.rename(temporaryPath, to: path)
-            } catch {
-                file.close()
-                try? fileSystem.remove(temporaryPath)
-                throw error
-            }
-            // The new file is in place; failing to make the rename durable is a sync failure.
-            try writer.guarded(rollingBackTo: writer.end) { try fileSystem.syncDirectory(containing: path) }
-            replaceStore(state)
-            old.file.unlock()
-            return CompactionResult(bytesBefore: before, bytesAfter: state.end)
-        }
+        if isReadOnly { throw StrataError.readOnly(path: path) }
+        return try compactions.withLock { _ in try compactHoldingTurn(progress: progress) }
     }
 
-    private func writeCompacted(_ snapshot: Snapshot, to file: any StorageFile, progress: ((UInt64, UInt64) -> Void)?) throws -> RecoveredState {
+    /// Carry-over rounds run beside the writers until at most this many bytes of log remain
+    /// (then the last round runs holding them back), or for at most `maxCarryOverRounds`.
+    static let finalCarryOverBytes: UInt64 = 256 << 10
+    static let maxCarryOverRounds = 8
+
+    func compactHoldingTurn(progress: ((UInt64, UInt64) -> Void)?) throws -> CompactionResult {
+        let (snapshot, copiedUpTo) = try withWriter { writer in (try self.snapshot(), writer.end) }
+        let old = snapshot.store
+        let before = try old.file.size()
+        let temporaryPath = path + ".compact"
+        try fileSystem.remove(temporaryPath)
+        let file = try fileSystem.open(temporaryPath, mode: .readWrite)
+        do {
+            var target = try CompactionTarget(copying: snapshot, into: file, options: options, isCancelled: isClosed, progress: progress)
+            var carried = copiedUpTo
+            for _ in 0 ..< Self.maxCarryOverRounds {
+                let end = writerCounters().end
+                guard end > carried + Self.finalCarryOverBytes else { break }
+                carried = try target.carryOver(from: old, range: carried ..< end, owner: nextOwner())
+            }
+            return try withWriter { writer in
+                let paused = ContinuousClock.now
+                // Only compaction replaces the writer's file, and compactions take turns: this
+                // cannot happen, but if it did, carrying the old file's commits over would lose
+                // the new one's.
+                guard writer.store === old else {
+                    throw StrataError.io(operation: "compact (the file was replaced meanwhile)", path: path, errno: EAGAIN)
+                }
+                _ = try target.carryOver(from: old, range: carried ..< writer.end, owner: nextOwner())
+                try target.sync()
+                guard try file.tryLockExclusive() else { throw StrataError.locked(path: temporaryPath) }
+                try fileSystem.rename(temporaryPath, to: path)
+                // The new file is in place; failing to make the rename durable is a sync failure.
+                try writer.guarded(rollingBackTo: writer.end) { try fileSystem.syncDirectory(containing: path) }
+                replaceStore(target.state)
+                old.file.unlock()
+                return CompactionResult(bytesBefore: before, bytesAfter: target.state.end,
+                                        commitsCarriedOver: target.commitsCarriedOver, writerPause: ContinuousClock.now - paused)
+            }
+        } catch {
+            file.close()
+            try? fileSystem.remove(temporaryPath)
+            throw error
+        }
+    }
+}
+
+/// The new file a compaction writes: the copied live data, then the commits carried over.
+struct CompactionTarget {
+    private(set) var state: RecoveredState
+    private(set) var commitsCarriedOver = 0
+    private let options: Database.Options
+
+    /// Writes the live data of `snapshot` into `file` (emptied first) as one checkpoint of
+    /// full pages, named by both slots, and synced.
+    init(copying snapshot: Snapshot, into file: any StorageFile, options: Database.Options,
+         isCancelled: () -> Bool, progress: ((UInt64, UInt64) -> Void)?) throws {
+        self.options = options
         let total = snapshot.trees.values.reduce(0) { $0 + $1.entryCount }
         var copied: UInt64 = 0
         try Recovery.initialize(file, pageSize: snapshot.store.limits.pageSize)
         let header = try FileHeader.decode(try file.read(count: FileHeader.size, at: 0), path: file.path)
         let store = PageStore(file: file, header: header, cacheBudget: options.cacheSize)
         var appender = FrameAppender(file: file, salt: header.salt, position: FileHeader.dataStart)
-        var record = CheckpointRecord(sequence: snapshot.sequence, timeMilliseconds: Self.now(), previous: nil, trees: [])
+        var record = CheckpointRecord(sequence: snapshot.sequence, timeMilliseconds: Database.now(), previous: nil, trees: [])
         var trees: [String: TreeState] = [:]
         for name in snapshot.treeNames {
             var builder = TreeBuilder(writer: NodeWriter(store: store, appender: appender))
             try snapshot.scan(name) { key, value in
                 try builder.add(key: key, value: value)
                 copied += 1
-                if copied & 0xFFF == 0 { progress?(copied, total) }
+                if copied & 0xFFF == 0 {
+                    if isCancelled() { throw StrataError.closed(path: snapshot.store.path) }
+                    progress?(copied, total)
+                }
                 return true
             }
             let root = try builder.finish()
@@ -134,8 +138,58 @@ extension Database {
         let slots = CheckpointSlot.pair(first: 3, checkpoint: address, sequence: snapshot.sequence)
         for slot in slots { try file.write(slot.encoded(salt: header.salt), at: slot.fileOffset) }
         try file.sync()
-        return RecoveredState(
+        state = RecoveredState(
             store: store, trees: trees, sequence: snapshot.sequence, checkpoint: address, checkpointSequence: snapshot.sequence,
             slotGeneration: slots[1].generation, end: appender.position, tornBytes: 0, replayedCommits: 0)
     }
+
+    /// Appends the commits in `range` of `source` (the old file; its frames there are
+    /// complete) to the new file, each with its sequence and time, its stored values written
+    /// again as value frames of the new file; then replays them into `state` as a reopen
+    /// would. Checkpoint, page and value frames of the range are skipped: the commits say
+    /// everything. Returns where the range ended.
+    mutating func carryOver(from source: PageStore, range: Range<UInt64>, owner: UInt64) throws -> UInt64 {
+        var position = range.lowerBound
+        var bytes: [UInt8] = []
+        let start = state.end
+        while position < range.upperBound {
+            let frame = try Recovery.readFrame(at: position, fileSize: range.upperBound, store: source)
+            defer { position += UInt64(frame.bytes.count) }
+            guard frame.header.type == .log else { continue }
+            let context = source.context(position, "log frame")
+            let payload = try Frame.payload(of: frame.bytes, header: frame.header, offset: position, salt: source.salt, context: context)
+            var values = PendingValueFrames(start: start + UInt64(bytes.count), salt: state.store.salt)
+            var log = LogBatchWriter()
+            let batch = try LogBatchReader.read(payload, context: context) { operation in
+                switch operation {
+                case .put(let tree, let key, let value): log.put(tree: tree, key: key, value: value)
+                case .putStored(let tree, let key, let address, let length):
+                    let value = try source.readPayload(at: address, expecting: .value)
+                    guard value.count == Int(length) else {
+                        throw context.error("stored value is \(value.count) bytes, its put says \(length)")
+                    }
+                    let stored = value.withUnsafeBytes { values.append($0) }
+                    log.put(tree: tree, key: key, storedAt: stored, length: length)
+                case .delete(let tree, let key): log.delete(tree: tree, key: key)
+                case .createTree(let tree): log.createTree(tree)
+                case .dropTree(let tree): log.dropTree(tree)
+                }
+            }
+            bytes += values.bytes
+            bytes += Frame.encode(.log, payload: log.payload(sequence: batch.sequence, timeMilliseconds: batch.timeMilliseconds),
+                                  offset: values.end, salt: state.store.salt, compress: true)
+            commitsCarriedOver += 1
+        }
+        guard !bytes.isEmpty else { return position }
+        try state.store.file.write(bytes, at: start)
+        let end = start + UInt64(bytes.count)
+        _ = try Recovery.catchUp(&state, fileSize: end, owner: owner, options: options)
+        guard state.end == end else {
+            throw state.store.context(state.end, "carried-over commit").error("the compacted file's carried-over commits do not replay")
+        }
+        return position
+    }
+
+    /// Makes the carried-over commits durable.
+    func sync() throws { try state.store.file.sync() }
 }

@@ -70,6 +70,9 @@ public final class Database: Sendable {
         /// After a commit, checkpoint when the log since the last checkpoint exceeds this
         /// many bytes. Bounds memory and the work of the next open.
         public var checkpointLogBytes: UInt64 = 64 << 20
+        /// When the file is compacted without a call to `compact()`: by default, once it has
+        /// grown to twice its compacted size and 64 MiB (`AutoCompaction`). nil: never.
+        public var autoCompaction: AutoCompaction? = AutoCompaction()
         /// Checkpoint in `close()`, so the next open replays nothing.
         public var checkpointOnClose = true
         /// What opening does with damage followed by valid commits: refuse (`.strict`, the
@@ -105,6 +108,10 @@ public final class Database: Sendable {
     private let writer: WriterState
     private let published: Mutex<Snapshot?>
     private let owners = Atomic<UInt64>(1)
+    /// Held by the compaction running on this handle: they take turns.
+    let compactions = Mutex<Void>(())
+    /// The compaction `Options.autoCompaction` runs on a thread of its own.
+    let background = BackgroundCompaction()
     let openReport: OpenReport
 
     /// Opens (creating when missing, unless read-only) the database at `path`.
@@ -360,6 +367,9 @@ public final class Database: Sendable {
 
     func finishWrite() { gate.leave() }
 
+    /// Whether the handle has closed (a compaction running beside it stops then).
+    func isClosed() -> Bool { published.withLock { $0 == nil } }
+
     /// Takes the writer's gate, or throws `nestedTransaction` when this thread holds it:
     /// waiting would deadlock.
     private func enterGate() throws {
@@ -368,7 +378,7 @@ public final class Database: Sendable {
 
     /// Called with the gate held.
     private func checkWritable() throws {
-        if published.withLock({ $0 == nil }) { throw StrataError.closed(path: path) }
+        if isClosed() { throw StrataError.closed(path: path) }
         if let poison = writer.poison { throw poison }
     }
 
@@ -492,12 +502,14 @@ public final class Database: Sendable {
         writer.checkpointSequence = record.sequence
         writer.logBytes = 0
         publish(Snapshot(store: store, trees: trees, sequence: current.sequence))
+        compactInBackgroundIfDue(writer)
     }
 
     // MARK: Closing
 
     /// Checkpoints (unless disabled or poisoned), releases the write lock and closes the
-    /// handle. Waits for an open write transaction to finish. Snapshots taken before stay
+    /// handle. Waits for an open write transaction to finish, and stops a background
+    /// compaction (`Options.autoCompaction`). Snapshots taken before stay
     /// readable.
     ///
     /// - Throws: `StrataError.io` when the final checkpoint cannot be written (the log still
@@ -507,6 +519,9 @@ public final class Database: Sendable {
             published.withLock { $0 = nil }
             return
         }
+        // After the gate is left: a background compaction sees the handle closed, stops and
+        // removes its unfinished file.
+        defer { background.wait() }
         try enterGate()
         defer { gate.leave() }
         guard published.withLock({ $0 != nil }) else { return }
@@ -573,9 +588,11 @@ struct WriterCounters {
     var checkpoint: FrameAddress?
     var poisoned: Bool
     var failedCheckpoints: UInt64
+    var compactedSize: UInt64
 
     init(_ writer: WriterState) {
         end = writer.end
+        compactedSize = writer.compactedSize
         logBytes = writer.logBytes
         sequence = writer.sequence
         checkpointSequence = writer.checkpointSequence
@@ -610,6 +627,9 @@ final class WriterState: @unchecked Sendable {
     var failedCheckpoints: UInt64 = 0
     /// Where the file's preallocated zeros end (`Database.preallocation`); `end` when none.
     var allocatedEnd: UInt64
+    /// The file's end after its last compaction, or when the handle opened: what
+    /// `Options.autoCompaction` measures growth against.
+    var compactedSize: UInt64
     let logger: Logger
 
     init(_ state: RecoveredState, logger: Logger) {
@@ -617,6 +637,7 @@ final class WriterState: @unchecked Sendable {
         store = state.store
         end = state.end
         allocatedEnd = state.end
+        compactedSize = state.end
         sequence = state.sequence
         checkpoint = state.checkpoint
         checkpointSequence = state.checkpointSequence
@@ -628,11 +649,12 @@ final class WriterState: @unchecked Sendable {
         store = state.store
         end = state.end
         allocatedEnd = state.end
+        compactedSize = state.end
         sequence = state.sequence
         checkpoint = state.checkpoint
         checkpointSequence = state.checkpointSequence
         slotGeneration = state.slotGeneration
-        logBytes = 0
+        logBytes = state.end - (state.checkpoint?.end ?? FileHeader.dataStart)
     }
 
     /// Runs file writes; on failure poisons the handle (an fsync error is not retryable:

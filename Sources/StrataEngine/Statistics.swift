@@ -47,6 +47,12 @@ public struct Statistics: Sendable, Equatable {
     public var failedAutomaticCheckpoints: UInt64
     /// True after a failed write or sync: the handle refuses writes until reopened.
     public var isPoisoned: Bool
+    /// Compactions this handle ran in the background (`Options.autoCompaction`).
+    public var backgroundCompactions: UInt64
+    /// Background compactions that failed (each logged; the file was left as it was).
+    public var failedBackgroundCompactions: UInt64
+    /// The latest background compaction: sizes before and after, and the writers' pause.
+    public var lastBackgroundCompaction: CompactionResult?
     /// Every tree, with its entry count.
     public var trees: [Tree]
 }
@@ -158,6 +164,7 @@ extension Database {
         let snapshot = try snapshot()
         let writer = writerCounters()
         let cache = snapshot.store.cache.counters, values = snapshot.store.values.counters
+        let compacted = background.counters
         return Statistics(
             path: path, fileSize: try snapshot.store.file.size(), pageSize: snapshot.store.limits.pageSize,
             commitSequence: writer.sequence, checkpointSequence: writer.checkpointSequence,
@@ -167,6 +174,8 @@ extension Database {
             cachedValueBytes: values.bytes, cachedValues: values.entries,
             salvagedFromOffset: openReport.salvagedFrom, failedAutomaticCheckpoints: writer.failedCheckpoints,
             isPoisoned: writer.poisoned,
+            backgroundCompactions: compacted.completed, failedBackgroundCompactions: compacted.failed,
+            lastBackgroundCompaction: compacted.last,
             trees: snapshot.treeNames.map { Statistics.Tree(name: $0, entryCount: Int(snapshot.trees[$0]!.entryCount)) })
     }
 

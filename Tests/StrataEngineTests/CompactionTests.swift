@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import StrataEngine
 
@@ -88,6 +89,164 @@ struct CompactionTests {
             let reopened = try Database(path: "/k.strata", options: smallOptions(), fileSystem: fs)
             #expect(try NumberedWorkload.content(of: reopened) == states[30], "crash point \(crashPoint)")
             #expect(!fs.exists("/k.strata.compact"))
+        }
+    }
+
+    // MARK: Writers beside compaction
+
+    /// Fills "bulk" with `count` entries (compaction reports progress every 4,096 copied, so
+    /// a test can commit from its progress callback while the copy runs) and commits the
+    /// numbered workload through `through`.
+    private func filled(_ db: Database, bulk count: Int = 10_000, numbered through: Int) throws {
+        try db.write { tx in
+            try tx.createTree("bulk")
+            for i in 0 ..< count { try tx.put(Key(i).bytes, forKey: Key(i).bytes, in: "bulk") }
+        }
+        for n in 1 ... through { try NumberedWorkload.commit(n, to: db) }
+    }
+
+    @Test("commits made while compaction copies are carried over into the new file, out-of-line values and new trees included")
+    func commitsDuringCopyAreCarriedOver() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let db = try Database(path: directory.file(), options: smallOptions())
+        try filled(db, numbered: 10)
+        var committed = false
+        let result = try db.compact { _, _ in
+            guard !committed else { return }
+            committed = true
+            // 17 and 18 hold 700-byte values: out of line at this page size.
+            for n in 11 ... 30 { try? NumberedWorkload.commit(n, to: db) }
+            try? db.write { tx in
+                try tx.createTree("late")
+                try tx.put([7], forKey: [1], in: "late")
+                try tx.delete(Key(3).bytes, in: "bulk")
+            }
+        }
+        #expect(committed)
+        #expect(result.commitsCarriedOver == 21)
+        let states = NumberedWorkload.states(through: 30)
+        #expect(try NumberedWorkload.content(of: db) == states[30])
+        #expect(try db.snapshot().get([1], in: "late") == [7])
+        #expect(try db.snapshot().count(in: "bulk") == 9_999)
+        try db.close()
+        let reopened = try Database(path: directory.file(), options: smallOptions())
+        #expect(try NumberedWorkload.content(of: reopened) == states[30])
+        #expect(try reopened.snapshot().get([1], in: "late") == [7])
+        #expect(try reopened.snapshot().count(in: "bulk") == 9_999)
+        try reopened.close()
+    }
+
+    @Test("many commits during the copy are carried over in rounds beside the writers, then the rest while they wait")
+    func manyCommitsAreCarriedOverInRounds() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let db = try Database(path: directory.file(), options: smallOptions())
+        try filled(db, numbered: 1)
+        var calls = 0
+        // Over `Database.finalCarryOverBytes` of log at each of the two progress calls: the
+        // first round runs beside the writers.
+        let result = try db.compact { _, _ in
+            calls += 1
+            try? db.write { tx in
+                try tx.createTree("rounds", ifNotExists: true)
+                for i in 0 ..< 400 { try tx.put([UInt8](repeating: UInt8(calls), count: 800), forKey: Key(calls, i).bytes, in: "rounds") }
+            }
+        }
+        #expect(calls == 2)
+        #expect(result.commitsCarriedOver == 2)
+        #expect(try db.snapshot().count(in: "rounds") == 800)
+        #expect(try db.snapshot().get(Key(2, 399).bytes, in: "rounds") == [UInt8](repeating: 2, count: 800))
+        try db.close()
+        let reopened = try Database(path: directory.file(), options: smallOptions())
+        #expect(try reopened.snapshot().count(in: "rounds") == 800)
+        try reopened.close()
+    }
+
+    @Test("a writer thread committing all through two compactions loses no acknowledged commit")
+    func concurrentWriterLosesNothing() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let db = try Database(path: directory.file(), options: smallOptions())
+        try filled(db, numbered: 1)
+        let stop = Atomic<Bool>(false)
+        let acknowledged = Atomic<Int>(0)
+        let writer = Thread {
+            var n = 0
+            while !stop.load(ordering: .relaxed) {
+                n += 1
+                do {
+                    try db.write { tx in
+                        try tx.createTree("racing", ifNotExists: true)
+                        try tx.put(Key(n).bytes, forKey: Key(n).bytes, in: "racing")
+                    }
+                } catch { break }
+                acknowledged.store(n, ordering: .releasing)
+            }
+        }
+        writer.start()
+        try db.compact()
+        try db.compact()
+        stop.store(true, ordering: .relaxed)
+        while !writer.isFinished { Thread.sleep(forTimeInterval: 0.001) }
+        let count = acknowledged.load(ordering: .acquiring)
+        #expect(count > 0)
+        try db.close()
+        let reopened = try Database(path: directory.file(), options: smallOptions())
+        #expect(try reopened.snapshot().count(in: "racing") == UInt64(count))
+        #expect(try reopened.snapshot().get(Key(count).bytes, in: "racing") == Key(count).bytes)
+        try reopened.close()
+    }
+
+    @Test("closing the handle stops a compaction while it copies; the file keeps every commit")
+    func closingStopsCompaction() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        let db = try Database(path: path, options: smallOptions())
+        try filled(db, numbered: 10)
+        #expect(throws: StrataError.closed(path: path)) {
+            try db.compact { _, _ in try? db.close() }
+        }
+        #expect(!FileManager.default.fileExists(atPath: path + ".compact"))
+        let reopened = try Database(path: path, options: smallOptions())
+        #expect(try NumberedWorkload.content(of: reopened) == NumberedWorkload.states(through: 10)[10])
+        #expect(try reopened.snapshot().count(in: "bulk") == 10_000)
+        try reopened.close()
+    }
+
+    @Test("a power loss at any point of a compaction that carries commits over keeps every acknowledged commit")
+    func powerLossWhileCarryingOver() throws {
+        let states = NumberedWorkload.states(through: 40)
+        func run(crashAfter crashPoint: Int?, seed: UInt64) throws -> (operations: Int, acknowledged: Int, fs: SimulatedFileSystem) {
+            var rng = SeededGenerator(seed: seed)
+            let fs = SimulatedFileSystem()
+            let db = try Database(path: "/c.strata", options: smallOptions(), fileSystem: fs)
+            try filled(db, bulk: 5_000, numbered: 30)
+            let start = fs.operationCount
+            if let crashPoint { fs.crashAtOperation = start + crashPoint }
+            var acknowledged = 30
+            _ = try? db.compact { _, _ in
+                for n in acknowledged + 1 ... 40 {
+                    guard (try? NumberedWorkload.commit(n, to: db)) != nil else { return }
+                    acknowledged = n
+                }
+            }
+            let operations = fs.operationCount - start
+            if crashPoint != nil { fs.powerLoss(using: &rng) }
+            return (operations, acknowledged, fs)
+        }
+        let whole = try run(crashAfter: nil, seed: 0)
+        #expect(whole.acknowledged == 40)
+        for crashPoint in 1 ... whole.operations {
+            let crashed = try run(crashAfter: crashPoint, seed: UInt64(crashPoint))
+            let reopened = try Database(path: "/c.strata", options: smallOptions(), fileSystem: crashed.fs)
+            let content = try NumberedWorkload.content(of: reopened)
+            // Every acknowledged commit is there; the one in flight may be too.
+            let found = states.indices.filter { states[$0] == content }
+            #expect(found.contains(crashed.acknowledged) || found.contains(crashed.acknowledged + 1), "crash point \(crashPoint) of \(whole.operations)")
+            #expect(try reopened.snapshot().count(in: "bulk") == 5_000)
+            #expect(!crashed.fs.exists("/c.strata.compact"))
         }
     }
 }

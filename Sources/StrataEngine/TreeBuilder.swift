@@ -1,0 +1,56 @@
+/// Builds a tree bottom-up from entries given in key order, with full pages. Used by
+/// compaction.
+struct TreeBuilder {
+    private var writer: NodeWriter
+    private let limits: NodeLimits
+    private var leaf = LeafNode(owner: 0)
+    private var leaves: [(firstKey: [UInt8], address: FrameAddress)] = []
+
+    init(writer: NodeWriter) {
+        self.writer = writer
+        self.limits = writer.store.limits
+    }
+
+    var appender: FrameAppender { writer.appender }
+
+    mutating func add(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+        let size = LeafNode.entrySizes(keyCount: key.count, value: .inline(value), limits: limits).page
+        if leaf.count > 0, leaf.pageBytes + size > limits.pageSize { try flushLeaf() }
+        leaf.insert(at: leaf.count, key: key, value: .inline(value), limits: limits)
+    }
+
+    private mutating func flushLeaf() throws {
+        let address = try writer.write(.leaf(leaf))
+        leaves.append((leaf.key(at: 0), address))
+        leaf = LeafNode(owner: 0)
+    }
+
+    /// Writes what is pending and the branch levels; returns the root (nil when empty).
+    mutating func finish() throws -> FrameAddress? {
+        if leaf.count > 0 { try flushLeaf() }
+        var level = leaves
+        while level.count > 1 {
+            var next: [(firstKey: [UInt8], address: FrameAddress)] = []
+            var groups: [[(firstKey: [UInt8], address: FrameAddress)]] = [[]]
+            var bytes = 0
+            for child in level {
+                let cost = BranchNode.keyCost(child.firstKey) + BranchNode.childReferenceSize
+                if groups[groups.count - 1].count >= 2, bytes + cost > limits.pageSize {
+                    groups.append([])
+                    bytes = 0
+                }
+                groups[groups.count - 1].append(child)
+                bytes += cost
+            }
+            if groups.count > 1, groups[groups.count - 1].count == 1 {
+                groups[groups.count - 2].append(groups.removeLast()[0])
+            }
+            for group in groups {
+                let branch = BranchNode(owner: 0, keys: group.dropFirst().map(\.firstKey), children: group.map { .stored($0.address) })
+                next.append((group[0].firstKey, try writer.write(.branch(branch))))
+            }
+            level = next
+        }
+        return level.first?.address
+    }
+}
