@@ -5,10 +5,18 @@ struct TreeBuilder {
     private let limits: NodeLimits
     private var leaf = LeafNode(owner: 0)
     private var leaves: [(firstKey: [UInt8], address: FrameAddress)] = []
+    /// Where the file was last synced up to.
+    private var synced: UInt64
+
+    /// The copy is synced every this many bytes, so its writes reach the disk a little at a
+    /// time: one sync of the whole file at the end held up the commits of writers running
+    /// beside the compaction (their fsyncs waited behind it).
+    static let syncInterval: UInt64 = 1 << 20
 
     init(writer: NodeWriter) {
         self.writer = writer
         self.limits = writer.store.limits
+        self.synced = writer.appender.position
     }
 
     var appender: FrameAppender { writer.appender }
@@ -23,6 +31,11 @@ struct TreeBuilder {
         let address = try writer.write(.leaf(leaf))
         leaves.append((leaf.key(at: 0), address))
         leaf = LeafNode(owner: 0)
+        if writer.appender.position - synced >= Self.syncInterval {
+            try writer.appender.flush()
+            try writer.store.file.sync()
+            synced = writer.appender.position
+        }
     }
 
     /// Writes what is pending and the branch levels; returns the root (nil when empty).

@@ -23,11 +23,15 @@ protocol W1Engine: AnyObject {
     /// The engine's own space reclamation; false when it has none.
     func compact() throws -> Bool
     func close() throws
+    /// Compacts while a thread commits `users`, one durable transaction each; nil when the
+    /// engine cannot compact beside writers.
+    func compactBesideWriter(_ users: [User]) throws -> CompactionBesideWriter?
     /// Further ways to look up by id that the engine's users commonly write, labelled.
     var getVariants: [(op: String, run: ([Int64], Progress) throws -> Checksum)] { get }
 }
 
 extension W1Engine {
+    func compactBesideWriter(_ users: [User]) throws -> CompactionBesideWriter? { nil }
     var getVariants: [(op: String, run: ([Int64], Progress) throws -> Checksum)] { [] }
 }
 

@@ -19,7 +19,14 @@ protocol KeyValueStore: AnyObject {
     func read<R>(_ body: (Reader) throws -> R) throws -> R
     func reopen() throws
     func compact() throws -> Bool
+    /// Compacts while `write` may run on other threads; how long writers were held up (ms)
+    /// and the commits carried over. Nil for engines that cannot.
+    func compactBesideWriters() throws -> (writerPauseMs: Double, carriedOver: Int)?
     func close() throws
+}
+
+extension KeyValueStore {
+    func compactBesideWriters() throws -> (writerPauseMs: Double, carriedOver: Int)? { nil }
 }
 
 /// Reads inside a write transaction see the committed state (LevelDB's batches are not
@@ -47,6 +54,18 @@ private func insertInBatches<Store: KeyValueStore>(_ store: Store, count: Int, t
     try inBatches(count: count, of: transactionSize, progress: progress) { range in
         try store.write { writer in for i in range { try putItem(writer, i) } }
     }
+}
+
+/// A compaction measured beside a committing thread.
+struct CompactionBesideWriter {
+    var seconds: Double
+    var writerPauseMs: Double
+    var carriedOver: Int
+    /// Commits the thread made while the compaction ran, and the slowest of them.
+    var commits: Int
+    var worstCommitMs: Double
+    /// The slowest of as many commits made afterwards with no compaction beside them.
+    var worstCommitAloneMs: Double
 }
 
 final class BinaryW1<Store: KeyValueStore>: W1Engine {
@@ -171,6 +190,58 @@ final class BinaryW1<Store: KeyValueStore>: W1Engine {
     func reopen() throws { try store.reopen() }
     func compact() throws -> Bool { try store.compact() }
     func close() throws { try store.close() }
+
+    /// Compacts while a thread commits `users` one durable transaction each, as fast as it
+    /// can, until the compaction ends; then the thread commits as many again alone, for the
+    /// slowest commit without a compaction beside it. Nil when the engine cannot compact
+    /// beside writers.
+    func compactBesideWriter(_ users: [User]) throws -> CompactionBesideWriter? {
+        let stop = Atomic<Bool>(false)
+        let finished = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var beside: Result<(commits: Int, worst: Duration), any Error>?
+        nonisolated(unsafe) let engine = self
+        Thread {
+            beside = Result { try engine.commitOneByOne(users, until: { _ in stop.load(ordering: .relaxed) }) }
+            finished.signal()
+        }.start()
+        var outcome: (writerPauseMs: Double, carriedOver: Int)?
+        let seconds: Double
+        do {
+            seconds = try time { outcome = try store.compactBesideWriters() }
+        } catch {
+            stop.store(true, ordering: .relaxed)
+            finished.wait()
+            throw error
+        }
+        stop.store(true, ordering: .relaxed)
+        finished.wait()
+        let (commits, worst) = try beside!.get()
+        guard let outcome else { return nil }
+        let alone = try commitOneByOne(users, until: { $0 >= commits })
+        return CompactionBesideWriter(seconds: seconds, writerPauseMs: outcome.writerPauseMs, carriedOver: outcome.carriedOver,
+                                      commits: commits, worstCommitMs: milliseconds(worst), worstCommitAloneMs: milliseconds(alone.worst))
+    }
+
+    /// Puts `users` in turn, a durable transaction each, until `done(commits so far)`.
+    private func commitOneByOne(_ users: [User], until done: (Int) -> Bool) throws -> (commits: Int, worst: Duration) {
+        var value: [UInt8] = []
+        var commits = 0, worst: Duration = .zero
+        while !done(commits) {
+            let user = users[commits % users.count]
+            let start = ContinuousClock.now
+            try store.write { writer in
+                BinaryUser.encode(user, into: &value)
+                try BinaryKey.withKey(user.id) { key in try value.withUnsafeBytes { try writer.put(key, $0, in: .records) } }
+            }
+            worst = max(worst, ContinuousClock.now - start)
+            commits += 1
+        }
+        return (commits, worst)
+    }
+
+    private func milliseconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+    }
 }
 
 final class BinaryW2<Store: KeyValueStore>: W2Engine {

@@ -149,6 +149,22 @@ final class Runner {
                 progress.end(String(format: "%.3f ms (median of 5 close+open)", median))
                 try verify(label, name + " after reopen", expectedAll) { try engine.scanAll() }
             }
+            if wants("compact.beside-writer") {
+                progress.begin("\(label) \(name) compacting beside a committing thread")
+                if let online = try engine.compactBesideWriter(data.durableUsers) {
+                    record(label, "compact.beside-writer", name, online.seconds * 1000, "ms")
+                    record(label, "compact.writer-pause", name, online.writerPauseMs, "ms")
+                    record(label, "compact.worst-commit", name, online.worstCommitMs, "ms")
+                    record(label, "compact.worst-commit-alone", name, online.worstCommitAloneMs, "ms")
+                    record(label, "compact.commits-beside", name, Double(online.commits), "commits")
+                    progress.end(String(format: "%.0f ms; %d commits beside it (%d carried over), the slowest %.1f ms (%.1f ms alone); writers paused %.2f ms",
+                                        online.seconds * 1000, online.commits, online.carriedOver, online.worstCommitMs,
+                                        online.worstCommitAloneMs, online.writerPauseMs))
+                } else {
+                    progress.end("not supported")
+                }
+                try verify(label, name + " after compacting beside a writer", expectedAll) { try engine.scanAll() }
+            }
             if wants("memory.peak"), let residentBefore, let peak = ProcessStats.resident()?.peak {
                 record(label, "memory.peak", name, max(0, peak - residentBefore), "bytes")
             }

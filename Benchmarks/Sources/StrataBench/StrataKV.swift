@@ -45,6 +45,12 @@ final class StrataKV: KeyValueStore {
         return true
     }
 
+    func compactBesideWriters() throws -> (writerPauseMs: Double, carriedOver: Int)? {
+        let result = try database.compact()
+        let pause = result.writerPause.components
+        return (Double(pause.seconds) * 1000 + Double(pause.attoseconds) / 1e15, result.commitsCarriedOver)
+    }
+
     func close() throws { try database.close() }
 
     typealias Reader = View<Snapshot>
