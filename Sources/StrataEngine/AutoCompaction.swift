@@ -38,6 +38,17 @@ extension Database {
         }
     }
 
+    /// Blocks until no background compaction (`Options.autoCompaction`) is running on this
+    /// handle: before measuring the file, or before a command-line tool exits, so a
+    /// compaction under way is finished rather than abandoned (an abandoned one is only
+    /// wasted work: the next writable open deletes its unfinished file).
+    ///
+    /// ```swift
+    /// try importAll(into: db)
+    /// db.waitForBackgroundCompaction()
+    /// ```
+    public func waitForBackgroundCompaction() { background.wait() }
+
     /// Called by a checkpoint, holding the gate: starts a background compaction when the
     /// policy says the file is due and none is running.
     func compactInBackgroundIfDue(_ writer: WriterState) {

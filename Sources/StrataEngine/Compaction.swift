@@ -48,10 +48,6 @@ extension Database {
         return try compactions.withLock { _ in try compactHoldingTurn(progress: progress) }
     }
 
-    /// Carry-over rounds run beside the writers until at most this many bytes of log remain
-    /// (then the last round runs holding them back), or for at most `maxCarryOverRounds`.
-    static let finalCarryOverBytes: UInt64 = 256 << 10
-    static let maxCarryOverRounds = 8
 
     func compactHoldingTurn(progress: ((UInt64, UInt64) -> Void)?) throws -> CompactionResult {
         let (snapshot, copiedUpTo) = try withWriter { writer in (try self.snapshot(), writer.end) }
@@ -63,10 +59,9 @@ extension Database {
         do {
             var target = try CompactionTarget(copying: snapshot, into: file, options: options, isCancelled: isClosed, progress: progress)
             var carried = copiedUpTo
-            for _ in 0 ..< Self.maxCarryOverRounds {
-                let end = writerCounters().end
-                guard end > carried + Self.finalCarryOverBytes else { break }
-                carried = try target.carryOver(from: old, range: carried ..< end, owner: nextOwner())
+            var rounds = CarryOverRounds()
+            while rounds.another(tail: writerCounters().end - carried) {
+                carried = try target.carryOver(from: old, range: carried ..< carried + rounds.tail, owner: nextOwner())
             }
             return try withWriter { writer in
                 let paused = ContinuousClock.now
@@ -92,6 +87,32 @@ extension Database {
             try? fileSystem.remove(temporaryPath)
             throw error
         }
+    }
+}
+
+/// When carry-over rounds beside the writers stop and the last one, holding them back,
+/// begins: once the commits left to carry are few (their replay is the writers' pause), or
+/// when rounds stop gaining on writers that commit as fast as the rounds carry.
+struct CarryOverRounds {
+    /// Bytes of the old file the last round holds writers back for, at most (when the
+    /// rounds catch up).
+    static let finalBytes: UInt64 = 32 << 10
+    /// Rounds in a row whose tail did not shrink before giving up on catching up.
+    static let patience = 3
+    static let maxRounds = 64
+
+    private(set) var tail: UInt64 = 0
+    private var rounds = 0
+    private var stalled = 0
+
+    /// Whether to run a round over `tail` bytes beside the writers.
+    mutating func another(tail next: UInt64) -> Bool {
+        guard next > Self.finalBytes, rounds < Self.maxRounds else { return false }
+        stalled = rounds > 0 && next >= tail ? stalled + 1 : 0
+        guard stalled < Self.patience else { return false }
+        rounds += 1
+        tail = next
+        return true
     }
 }
 

@@ -29,7 +29,7 @@ struct AutoCompactionTests {
         try overwrite(unattended)
         let compacting = try Database(path: directory.file("on.strata"), options: options(.init(growth: 2, minimumBytes: 256 << 10)))
         try overwrite(compacting)
-        compacting.background.wait()
+        compacting.waitForBackgroundCompaction()
 
         let statistics = try compacting.statistics()
         #expect(statistics.backgroundCompactions >= 1)
@@ -58,7 +58,7 @@ struct AutoCompactionTests {
         defer { directory.remove() }
         let db = try Database(path: directory.file(), options: options(.init(growth: 2, minimumBytes: 64 << 20)))
         try overwrite(db)
-        db.background.wait()
+        db.waitForBackgroundCompaction()
         #expect(try db.statistics().backgroundCompactions == 0)
         try db.close()
     }

@@ -149,28 +149,31 @@ final class Runner {
                 progress.end(String(format: "%.3f ms (median of 5 close+open)", median))
                 try verify(label, name + " after reopen", expectedAll) { try engine.scanAll() }
             }
-            if wants("compact.beside-writer") {
-                progress.begin("\(label) \(name) compacting beside a committing thread")
-                if let online = try engine.compactBesideWriter(data.durableUsers) {
-                    record(label, "compact.beside-writer", name, online.seconds * 1000, "ms")
-                    record(label, "compact.writer-pause", name, online.writerPauseMs, "ms")
-                    record(label, "compact.worst-commit", name, online.worstCommitMs, "ms")
-                    record(label, "compact.worst-commit-alone", name, online.worstCommitAloneMs, "ms")
-                    record(label, "compact.commits-beside", name, Double(online.commits), "commits")
-                    progress.end(String(format: "%.0f ms; %d commits beside it (%d carried over), the slowest %.1f ms (%.1f ms alone); writers paused %.2f ms",
-                                        online.seconds * 1000, online.commits, online.carriedOver, online.worstCommitMs,
-                                        online.worstCommitAloneMs, online.writerPauseMs))
-                } else {
-                    progress.end("not supported")
-                }
-                try verify(label, name + " after compacting beside a writer", expectedAll) { try engine.scanAll() }
-            }
             if wants("memory.peak"), let residentBefore, let peak = ProcessStats.resident()?.peak {
                 record(label, "memory.peak", name, max(0, peak - residentBefore), "bytes")
             }
-            try recordSizes(label, name, path: path, compact: { try engine.compact() }, close: { try engine.close() })
+            // Compacting beside a writer comes after the file's size as the workload left it.
+            try recordSizes(label, name, path: path, compact: { try engine.compact() }, close: { try engine.close() }) {
+                try measureCompactionBesideWriter(label, name, engine, users: data.durableUsers, expected: expectedAll)
+            }
             if !keep { try FileManager.default.removeItem(atPath: path) }
         }
+    }
+
+    /// `compact.beside-writer` and its companions: compaction while a thread commits.
+    func measureCompactionBesideWriter(_ label: String, _ name: String, _ engine: W1Engine, users: [User], expected: Checksum) throws {
+        guard wants("compact.beside-writer") else { return }
+        progress.begin("\(label) \(name) compacting beside a committing thread")
+        guard let online = try engine.compactBesideWriter(users) else { return progress.end("not supported") }
+        record(label, "compact.beside-writer", name, online.seconds * 1000, "ms")
+        record(label, "compact.writer-pause", name, online.writerPauseMs, "ms")
+        record(label, "compact.worst-commit", name, online.worstCommitMs, "ms")
+        record(label, "compact.worst-commit-alone", name, online.worstCommitAloneMs, "ms")
+        record(label, "compact.commits-beside", name, Double(online.commits), "commits")
+        progress.end(String(format: "%.0f ms; %d commits beside it (%d carried over), the slowest %.1f ms (%.1f ms alone); writers paused %.2f ms",
+                            online.seconds * 1000, online.commits, online.carriedOver, online.worstCommitMs,
+                            online.worstCommitAloneMs, online.writerPauseMs))
+        try verify(label, name + " after compacting beside a writer", expected) { try engine.scanAll() }
     }
 
     var keep = false
@@ -184,10 +187,13 @@ final class Runner {
         progress.end("\(expected.count) records, verified")
     }
 
-    /// `size` as the workload left the files, then `size.compacted` after the engine's compaction.
-    func recordSizes(_ workload: String, _ engine: String, path: String, compact: () throws -> Bool, close: () throws -> Void) throws {
+    /// `size` as the workload left the files, then `size.compacted` after the engine's
+    /// compaction; `beforeCompacting` runs after `size` is recorded.
+    func recordSizes(_ workload: String, _ engine: String, path: String, compact: () throws -> Bool, close: () throws -> Void,
+                     beforeCompacting: () throws -> Void = {}) throws {
+        if wants("size") { record(workload, "size", engine, size(of: path), "bytes") }
+        try beforeCompacting()
         guard wants("size") else { return try close() }
-        record(workload, "size", engine, size(of: path), "bytes")
         progress.begin("\(workload) \(engine) compacting")
         let compacted = try compact()
         try close()

@@ -54,6 +54,9 @@ struct StrataBench: ParsableCommand {
     @Option(help: "The PostgreSQL server for W3 (skipped, saying so, when none answers).")
     var postgres = ProcessInfo.processInfo.environment["STRATA_POSTGRES_URL"] ?? "postgres://strata:strata@localhost:5432/strata_test"
 
+    @Flag(help: "Strata's engine without background compaction (Options.autoCompaction = nil), to weigh what it costs.")
+    var noAutoCompaction = false
+
     @Flag(help: "Skip measuring the machine's limits.")
     var noLimits = false
 
@@ -91,6 +94,7 @@ struct StrataBench: ParsableCommand {
         if let follow { return try Live.follow(follow, ticks: followTicks, postgresURL: postgres) }
         // The loader open.after-crash kills.
         if let crashLoad { return try CrashLoad.load(crashLoad, records: crashRecords) }
+        if noAutoCompaction { StrataKV.autoCompaction = nil }
         let directory = dir ?? NSTemporaryDirectory() + "strata-bench-\(ProcessInfo.processInfo.processIdentifier)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let progress = Progress(enabled: !quiet)

@@ -9,8 +9,14 @@ final class StrataKV: KeyValueStore {
     /// Full durability; the cache at its default (sized from the machine's memory), as an
     /// app gets it.
     static func options() -> Database.Options {
-        Database.Options(durability: .full)
+        var options = Database.Options(durability: .full)
+        options.autoCompaction = autoCompaction
+        return options
     }
+
+    /// The background compaction policy (`--no-auto-compaction`: none). Set once, before
+    /// any engine opens.
+    nonisolated(unsafe) static var autoCompaction: Database.AutoCompaction? = Database.AutoCompaction()
 
     init(directory: String) throws {
         path = directory + "/bench.strata"
@@ -46,6 +52,8 @@ final class StrataKV: KeyValueStore {
     }
 
     func compactBesideWriters() throws -> (writerPauseMs: Double, carriedOver: Int)? {
+        // A compaction the load started in the background is not this measurement's.
+        database.waitForBackgroundCompaction()
         let result = try database.compact()
         let pause = result.writerPause.components
         return (Double(pause.seconds) * 1000 + Double(pause.attoseconds) / 1e15, result.commitsCarriedOver)
