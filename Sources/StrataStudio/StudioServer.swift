@@ -30,8 +30,7 @@ public enum StudioServer {
         // NIO users in the process, such as an app's database driver on the shared pools.
         let readers = NIOThreadPool(numberOfThreads: readerThreads)
         readers.start()
-        let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let executor = EventLoopExecutor(loops.next())
+        let executor = EventLoopExecutor.studio
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
             let exchange = StudioRequest(
                 method: request.method.rawValue, path: request.uri.path,
@@ -52,7 +51,7 @@ public enum StudioServer {
                 studio.listening(host: host, port: bound)
                 onListening("http://\(host.contains(":") ? "[\(host)]" : host):\(bound)/")
             },
-            eventLoopGroupProvider: .shared(loops),
+            eventLoopGroupProvider: .shared(executor.group),
             logger: logger)
         var failure: (any Error)?
         do {
@@ -63,7 +62,6 @@ public enum StudioServer {
         }
         studio.close()
         try? await readers.shutdownGracefully()
-        try? await loops.shutdownGracefully()
         if let failure { throw failure }
     }
 
