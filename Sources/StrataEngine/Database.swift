@@ -469,7 +469,9 @@ public final class Database: Sendable {
         try checkpointHoldingGate()
     }
 
-    private func checkpointHoldingGate() throws {
+    /// - Parameter closing: the handle is closing: no background compaction is started (it
+    ///   would only be stopped at once).
+    private func checkpointHoldingGate(closing: Bool = false) throws {
         let current = try snapshot()
         guard writer.logBytes > 0 || writer.checkpoint == nil && !current.trees.isEmpty else { return }
         let store = writer.store
@@ -502,7 +504,7 @@ public final class Database: Sendable {
         writer.checkpointSequence = record.sequence
         writer.logBytes = 0
         publish(Snapshot(store: store, trees: trees, sequence: current.sequence))
-        compactInBackgroundIfDue(writer)
+        if !closing { compactInBackgroundIfDue(writer) }
     }
 
     // MARK: Closing
@@ -530,7 +532,7 @@ public final class Database: Sendable {
             writer.store.file.unlock()
         }
         if options.checkpointOnClose, writer.poison == nil {
-            try checkpointHoldingGate()
+            try checkpointHoldingGate(closing: true)
         }
         // A closed file ends at its last frame: the preallocated zeros go.
         if writer.poison == nil, writer.allocatedEnd > writer.end {
