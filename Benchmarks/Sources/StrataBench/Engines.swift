@@ -28,11 +28,15 @@ protocol W1Engine: AnyObject {
     func compactBesideWriter(_ users: [User]) throws -> CompactionBesideWriter?
     /// Further ways to look up by id that the engine's users commonly write, labelled.
     var getVariants: [(op: String, run: ([Int64], Progress) throws -> Checksum)] { get }
+    /// `commit.durable` from several threads at once, labelled: each run commits `users`,
+    /// one durable transaction each, split among the threads.
+    var commitVariants: [(op: String, run: ([User]) throws -> Void)] { get }
 }
 
 extension W1Engine {
     func compactBesideWriter(_ users: [User]) throws -> CompactionBesideWriter? { nil }
     var getVariants: [(op: String, run: ([Int64], Progress) throws -> Checksum)] { [] }
+    var commitVariants: [(op: String, run: ([User]) throws -> Void)] { [] }
 }
 
 /// W2 on one engine.

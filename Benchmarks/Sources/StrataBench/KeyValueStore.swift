@@ -98,6 +98,33 @@ final class BinaryW1<Store: KeyValueStore>: W1Engine {
         [2, 4].map { threads in ("get.threads\(threads)", { ids, _ in try self.get(ids, threads: threads) }) }
     }
 
+    /// commit.durable from 2 and 4 threads at once, one record per transaction: whether
+    /// concurrent committers share syncs (group commit: LevelDB batches concurrent writes into
+    /// one sync; Strata and LMDB sync each commit in turn).
+    var commitVariants: [(op: String, run: ([User]) throws -> Void)] {
+        [2, 4].map { threads in ("commit.durable.threads\(threads)", { users in try self.commit(users, threads: threads) }) }
+    }
+
+    private func commit(_ users: [User], threads: Int) throws {
+        nonisolated(unsafe) let store = store   // each thread runs its own write transactions
+        let failure = Mutex<(any Error)?>(nil)
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            var value: [UInt8] = []
+            for user in users[users.count * thread / threads ..< users.count * (thread + 1) / threads] {
+                BinaryUser.encode(user, into: &value)
+                do {
+                    try store.write { writer in
+                        try BinaryKey.withKey(user.id) { key in try value.withUnsafeBytes { try writer.put(key, $0, in: .records) } }
+                    }
+                } catch {
+                    failure.withLock { $0 = error }
+                    return
+                }
+            }
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+
     private func get(_ ids: [Int64], threads: Int) throws -> Checksum {
         nonisolated(unsafe) let store = store   // each thread opens its own read transaction
         let results = Mutex<[Result<Checksum, any Error>]>([])

@@ -15,7 +15,8 @@ struct StrataBench: ParsableCommand {
             the data set (counts and a digest of every field read); a mismatch stops the run.
             Ops: W1 insert.batch, write.amplification, insert.single-tx, get, get.fetchOne (GRDB), \
             get.threads2 and get.threads4 (key-value engines), scan.filter, scan.index, \
-            update, commit.durable, reopen, open.after-crash (ms to open a file whose loading process was \
+            update, commit.durable, commit.durable.threads2 and commit.durable.threads4 (key-value engines: the same one-record \
+            durable transactions from 2 and 4 threads at once), reopen, open.after-crash (ms to open a file whose loading process was \
             killed halfway; the acknowledged records verified), compact.beside-writer (strata: compaction while a thread commits, with compact.writer-pause, compact.worst-commit and compact.commits-beside), memory.peak, size (as the workload left the file; strata compacts in the background), size.compacted; W2 insert.batch, get, scan.filter, \
             size, size.compacted; W3 persist, read all, read pinned by id; W4 (the notes app: strata-typed, GRDB, \
             SQLite) insert, notebook page newest first, first page by tag, top-50 by priority, count by two fields, \
