@@ -56,6 +56,19 @@ private func insertInBatches<Store: KeyValueStore>(_ store: Store, count: Int, t
     }
 }
 
+/// Runs `body` on `threads` threads at once, each with its share of `items` (in order,
+/// contiguous); the results in thread order, or the first error any thread threw.
+private func onThreads<Item, R: Sendable>(_ threads: Int, splitting items: [Item], _ body: @Sendable (ArraySlice<Item>) throws -> R) throws -> [R] {
+    nonisolated(unsafe) let items = items
+    let results = Mutex<[Int: Result<R, any Error>]>([:])
+    DispatchQueue.concurrentPerform(iterations: threads) { thread in
+        let result = Result { try body(items[items.count * thread / threads ..< items.count * (thread + 1) / threads]) }
+        results.withLock { $0[thread] = result }
+    }
+    let finished = results.withLock { $0 }
+    return try (0 ..< threads).map { try finished[$0]!.get() }
+}
+
 /// A compaction measured beside a committing thread.
 struct CompactionBesideWriter {
     var seconds: Double
@@ -107,41 +120,28 @@ final class BinaryW1<Store: KeyValueStore>: W1Engine {
 
     private func commit(_ users: [User], threads: Int) throws {
         nonisolated(unsafe) let store = store   // each thread runs its own write transactions
-        let failure = Mutex<(any Error)?>(nil)
-        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+        _ = try onThreads(threads, splitting: users) { share in
             var value: [UInt8] = []
-            for user in users[users.count * thread / threads ..< users.count * (thread + 1) / threads] {
+            for user in share {
                 BinaryUser.encode(user, into: &value)
-                do {
-                    try store.write { writer in
-                        try BinaryKey.withKey(user.id) { key in try value.withUnsafeBytes { try writer.put(key, $0, in: .records) } }
-                    }
-                } catch {
-                    failure.withLock { $0 = error }
-                    return
+                try store.write { writer in
+                    try BinaryKey.withKey(user.id) { key in try value.withUnsafeBytes { try writer.put(key, $0, in: .records) } }
                 }
             }
         }
-        if let error = failure.withLock({ $0 }) { throw error }
     }
 
     private func get(_ ids: [Int64], threads: Int) throws -> Checksum {
         nonisolated(unsafe) let store = store   // each thread opens its own read transaction
-        let results = Mutex<[Result<Checksum, any Error>]>([])
-        DispatchQueue.concurrentPerform(iterations: threads) { thread in
-            let share = Array(ids[ids.count * thread / threads ..< ids.count * (thread + 1) / threads])
-            let result = Result {
-                try store.read { reader in
-                    try lookUp(share, progress: Progress(enabled: false)) { id in
-                        try BinaryKey.withKey(id) { key in try reader.withValue(key, in: .records) { BinaryUser.decode(id: id, $0).digest } }
-                    }
+        let parts = try onThreads(threads, splitting: ids) { share in
+            try store.read { reader in
+                try lookUp(Array(share), progress: Progress(enabled: false)) { id in
+                    try BinaryKey.withKey(id) { key in try reader.withValue(key, in: .records) { BinaryUser.decode(id: id, $0).digest } }
                 }
             }
-            results.withLock { $0.append(result) }
         }
         var total = Checksum()
-        for result in results.withLock({ $0 }) {
-            let part = try result.get()
+        for part in parts {
             total.count += part.count
             total.sum &+= part.sum
         }
