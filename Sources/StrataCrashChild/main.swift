@@ -7,7 +7,8 @@
 //   StrataCrashChild lock PATH     try to open PATH for writing; print "locked" or "opened"
 //   StrataCrashChild compactor PATH SECONDS
 //                                  until SECONDS pass: open PATH for writing (retrying while
-//                                  locked), compact it twice, close; print "compactions N"
+//                                  locked), compact it twice, close, wait for a writer's
+//                                  commit; print "compactions N"
 //   StrataCrashChild writer PATH SECONDS ID
 //                                  until SECONDS pass: open PATH for writing (retrying while
 //                                  locked), commit key (ID, n), close; print "ok ID n" after
@@ -116,6 +117,21 @@ func openForWriting(_ path: String, until deadline: Date) throws -> Database? {
     return nil
 }
 
+/// Waits until "writers" holds more than `entries` entries (some writer committed), or until
+/// `deadline`. The compactor waits so between its rounds: it reopens the moment it closes, so
+/// on a loaded machine it could win every race for the lock and starve the writers, and the
+/// race this helper exists for (a writer opening while compaction replaces the file) needs
+/// both sides to run. It waits for a fact in the file, not for a length of time.
+func waitForAnotherWriter(_ path: String, beyond entries: Int, until deadline: Date) throws {
+    let reader = try Database(path: path, options: Database.Options(readOnly: true))
+    defer { try? reader.close() }
+    while Date() < deadline {
+        _ = try reader.refresh()
+        if try reader.read({ try $0.hasTree("writers") ? $0.count(in: "writers") : 0 }) > entries { return }
+        usleep(1000)
+    }
+}
+
 do {
     switch arguments[1] {
     case "compactor":
@@ -124,8 +140,10 @@ do {
         while let db = try openForWriting(path, until: deadline) {
             try db.compact()
             try db.compact()
+            let entries = try db.read { try $0.hasTree("writers") ? $0.count(in: "writers") : 0 }
             try db.close()
             compactions += 2
+            try waitForAnotherWriter(path, beyond: entries, until: deadline)
         }
         say("compactions \(compactions)")
     case "writer":
