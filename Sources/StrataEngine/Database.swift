@@ -107,6 +107,8 @@ public final class Database: Sendable {
     private let gate = WriteGate()
     private let writer: WriterState
     private let published: Mutex<Snapshot?>
+    /// Durable commits from concurrent threads share syncs (`GroupCommit`).
+    let group: GroupCommit
     private let owners = Atomic<UInt64>(1)
     /// Held by the compaction running on this handle: they take turns.
     let compactions = Mutex<Void>(())
@@ -163,7 +165,8 @@ public final class Database: Sendable {
             // space the log can use.
             writer.allocatedEnd = max(writer.end, (try? file.size()) ?? writer.end)
         }
-        published = Mutex(Snapshot(store: recovered.store, trees: recovered.trees, sequence: recovered.sequence))
+        published = Mutex(writer.latest)
+        group = GroupCommit(sequence: recovered.sequence, end: recovered.end)
         openReport = OpenReport(
             bytesRead: recovered.store.bytesRead, replayedCommits: recovered.replayedCommits, tornBytes: recovered.tornBytes,
             salvagedFrom: recovered.salvagedFrom)
@@ -331,8 +334,10 @@ public final class Database: Sendable {
             try checkWritable()
             // Large values go to value frames with the commit in files of format 2 on; a
             // format 1 file keeps carrying them in its log (older code reads it).
-            let valuesStart = writer.store.header.storesValuesAtCommit ? writer.end : nil
-            return WriteTransaction(database: self, snapshot: try snapshot(), owner: nextOwner(), valuesStart: valuesStart)
+            let values = writer.store.header.storesValuesAtCommit
+                ? PendingValueFrames(start: writer.end, salt: writer.store.salt, durableUpTo: durableHorizon()) : nil
+            // The newest state written, which a sync in flight may not have published yet.
+            return WriteTransaction(database: self, snapshot: writer.latest, owner: nextOwner(), values: values)
         } catch {
             gate.leave()
             throw error
@@ -379,12 +384,44 @@ public final class Database: Sendable {
     /// Called with the gate held.
     private func checkWritable() throws {
         if isClosed() { throw StrataError.closed(path: path) }
+        absorbSyncFailure()
         if let poison = writer.poison { throw poison }
     }
 
-    /// Appends the transaction's value frames and log frame, syncs them, and publishes the
-    /// new state. Called by `WriteTransaction.commit()` with the gate held.
-    func commit(log: LogBatchWriter, values: PendingValueFrames?, trees: [String: TreeState]) throws {
+    /// With the gate held: a group sync that failed (outside the gate) poisons the handle
+    /// here, and the file is cut back to its last durable commit, as a failed write is.
+    private func absorbSyncFailure() {
+        guard writer.poison == nil, let failure = group.currentFailure else { return }
+        writer.poison(failure.error, rollingBackTo: failure.durableEnd)
+    }
+
+    /// With the gate held: waits until every commit written is durable and published, so
+    /// a checkpoint, compaction or close starts from the state readers see.
+    private func settleHoldingGate() throws {
+        do {
+            try group.settle(publish: publish)
+        } catch {
+            absorbSyncFailure()
+            throw error
+        }
+    }
+
+    /// Waits until the commit with `sequence` is durable and visible; called by
+    /// `WriteTransaction.commit()` after it left the gate, so that the commits of other
+    /// threads written meanwhile share its sync.
+    func waitUntilDurable(_ sequence: UInt64) throws {
+        try group.waitUntilDurable(sequence, publish: publish)
+    }
+
+    /// Durable commits made and the syncs they took, for `statistics()`.
+    var groupCommitCounters: (commits: UInt64, syncs: UInt64) { group.counters }
+
+    /// Appends the transaction's value frames and log frame. In a format 3 file with `.full`
+    /// durability it returns the commit's sequence, for `waitUntilDurable`, which syncs and
+    /// publishes it; otherwise it syncs (`.full`, older files) or not (`.relaxed`),
+    /// publishes the new state and returns nil. Called by
+    /// `WriteTransaction.commit()` with the gate held.
+    func commit(log: LogBatchWriter, values: PendingValueFrames?, trees: [String: TreeState]) throws -> UInt64? {
         try checkWritable()
         let sequence = writer.sequence + 1
         let payload = log.payload(sequence: sequence, timeMilliseconds: Self.now())
@@ -400,7 +437,8 @@ public final class Database: Sendable {
             throw StrataError.poisoned(cause: "a write transaction's value frames were laid out at offset \(values.start), but the log ends at \(writer.end); the commit was not written")
         }
         let logOffset = writer.end + UInt64(valueBytes.count)
-        let frame = Frame.encode(.log, payload: payload, offset: logOffset, salt: writer.store.salt, compress: true)
+        let frame = Frame.encode(.log, payload: payload, offset: logOffset, salt: writer.store.salt, compress: true,
+                                 durableUpTo: durableHorizon())
         let frameEnd = logOffset + UInt64(frame.count)
         // Past the preallocated space: write the frames and the next stretch of zeros in one
         // call, so the commits after it overwrite written blocks and their fdatasync has no
@@ -412,16 +450,29 @@ public final class Database: Sendable {
         let zeros = allocated == writer.allocatedEnd ? 0 : Int(allocated - frameEnd)
         var bytes = valueBytes.isEmpty ? frame : valueBytes + frame
         if zeros > 0 { bytes += [UInt8](repeating: 0, count: zeros) }
+        // Format 3 files share syncs among concurrent commits (`GroupCommit`); older files
+        // sync each commit before the next is written, as their recovery assumes.
+        let durable = options.durability == .full
+        let grouped = durable && writer.store.header.groupsCommits
         try writer.guarded(rollingBackTo: writer.end) {
             try writer.store.file.write(bytes, at: writer.end)
-            if options.durability == .full { try writer.store.file.sync() }
+            if durable && !grouped { try writer.store.file.sync() }
         }
         writer.allocatedEnd = allocated
         writer.end = frameEnd
         writer.sequence = sequence
         writer.logBytes += UInt64(frame.count)
-        publish(Snapshot(store: writer.store, trees: trees, sequence: sequence))
+        writer.latest = Snapshot(store: writer.store, trees: trees, sequence: sequence)
+        if grouped {
+            group.wrote(sequence: sequence, end: frameEnd, snapshot: writer.latest)
+        } else {
+            if durable { group.syncedAlone(sequence: sequence, end: frameEnd) }
+            publish(writer.latest)
+        }
         if writer.logBytes >= options.checkpointLogBytes {
+            // The checkpoint starts from a durable state: this commit's sync, whose failure
+            // fails the commit.
+            if grouped { try settleHoldingGate() }
             // The commit is durable already, so it still succeeds; the failed checkpoint
             // poisons the handle, the next write reports it, and the log says so now.
             do {
@@ -432,6 +483,14 @@ public final class Database: Sendable {
                                      metadata: ["path": "\(path)", "error": "\(error)"])
             }
         }
+        return grouped ? sequence : nil
+    }
+
+    /// The offset known synced, recorded in the frames a format 3 file's writer appends
+    /// (`FrameHeader.pendingBefore`); nil for older files, whose writer syncs each commit
+    /// before the next. Called with the gate held.
+    private func durableHorizon() -> UInt64? {
+        writer.store.header.groupsCommits ? group.currentDurableEnd : nil
     }
 
     /// Makes `snapshot` the latest state, unless the handle closed meanwhile (a read-only
@@ -472,11 +531,13 @@ public final class Database: Sendable {
     /// - Parameter closing: the handle is closing: no background compaction is started (it
     ///   would only be stopped at once).
     private func checkpointHoldingGate(closing: Bool = false) throws {
-        let current = try snapshot()
+        try settleHoldingGate()
+        let current = writer.latest
         guard writer.logBytes > 0 || writer.checkpoint == nil && !current.trees.isEmpty else { return }
         let store = writer.store
         let start = writer.end
-        var nodes = NodeWriter(store: store, appender: FrameAppender(file: store.file, salt: store.salt, position: start))
+        var nodes = NodeWriter(store: store, appender: FrameAppender(file: store.file, salt: store.salt, position: start,
+                                                                     durableUpTo: durableHorizon()))
         var record = CheckpointRecord(sequence: current.sequence, timeMilliseconds: Self.now(), previous: writer.checkpoint, trees: [])
         var trees: [String: TreeState] = [:]
         try writer.guarded(rollingBackTo: start) {
@@ -490,6 +551,7 @@ public final class Database: Sendable {
             // a valid checkpoint frame never points at pages a crash could lose.
             try nodes.appender.flush()
             try store.file.sync()
+            nodes.appender.durableUpTo = nil   // everything before the checkpoint frame is synced
             let address = try nodes.appender.append(.checkpoint, payload: record.encoded())
             try nodes.appender.flush()
             try store.file.sync()
@@ -503,7 +565,9 @@ public final class Database: Sendable {
         writer.allocatedEnd = max(writer.allocatedEnd, writer.end)
         writer.checkpointSequence = record.sequence
         writer.logBytes = 0
-        publish(Snapshot(store: store, trees: trees, sequence: current.sequence))
+        writer.latest = Snapshot(store: store, trees: trees, sequence: current.sequence)
+        group.settled(sequence: current.sequence, end: writer.end)
+        publish(writer.latest)
         if !closing { compactInBackgroundIfDue(writer) }
     }
 
@@ -531,6 +595,8 @@ public final class Database: Sendable {
             published.withLock { $0 = nil }
             writer.store.file.unlock()
         }
+        // Commits still waiting for their sync get it (or its failure poisons the handle).
+        try? settleHoldingGate()
         if options.checkpointOnClose, writer.poison == nil {
             try checkpointHoldingGate(closing: true)
         }
@@ -553,12 +619,14 @@ public final class Database: Sendable {
         try enterGate()
         defer { gate.leave() }
         try checkWritable()
+        try settleHoldingGate()
         return try body(writer)
     }
 
     func replaceStore(_ state: RecoveredState) {
         writer.adopt(state)
-        publish(Snapshot(store: state.store, trees: state.trees, sequence: state.sequence))
+        group.settled(sequence: state.sequence, end: state.end)
+        publish(writer.latest)
     }
 
     /// Zero bytes after the last frame, preallocated for the log (by this handle, or by a
@@ -623,6 +691,9 @@ final class WriterState: @unchecked Sendable {
     var checkpointSequence: UInt64
     var slotGeneration: UInt64
     var logBytes: UInt64
+    /// The newest state written: what the next write transaction builds on. Readers see it
+    /// once it is durable (`GroupCommit`).
+    var latest: Snapshot
     /// Set by the first failed write or sync; every later write reports it.
     var poison: StrataError?
     /// Automatic checkpoints that failed after their commit had succeeded.
@@ -645,6 +716,7 @@ final class WriterState: @unchecked Sendable {
         checkpointSequence = state.checkpointSequence
         slotGeneration = state.slotGeneration
         logBytes = state.end - (state.checkpoint?.end ?? FileHeader.dataStart)
+        latest = Snapshot(store: state.store, trees: state.trees, sequence: state.sequence)
     }
 
     func adopt(_ state: RecoveredState) {
@@ -657,6 +729,7 @@ final class WriterState: @unchecked Sendable {
         checkpointSequence = state.checkpointSequence
         slotGeneration = state.slotGeneration
         logBytes = state.end - (state.checkpoint?.end ?? FileHeader.dataStart)
+        latest = Snapshot(store: state.store, trees: state.trees, sequence: state.sequence)
     }
 
     /// Runs file writes; on failure poisons the handle (an fsync error is not retryable:
@@ -667,12 +740,18 @@ final class WriterState: @unchecked Sendable {
             try body()
         } catch {
             let cause = (error as? StrataError) ?? .io(operation: "write", path: store.path, errno: EIO)
-            poison = .poisoned(cause: cause.description)
-            logger.error("write failed; the handle refuses further writes until reopened (the file keeps its last good commit)",
-                         metadata: ["path": "\(store.path)", "error": "\(cause)"])
-            try? store.file.truncate(to: end)
-            allocatedEnd = end
+            poison(cause, rollingBackTo: end)
             throw cause
         }
+    }
+
+    /// Refuses every later write, logs why, and cuts the file back to `end`, best effort,
+    /// so a reopen shows the last good commit.
+    func poison(_ cause: StrataError, rollingBackTo end: UInt64) {
+        poison = .poisoned(cause: cause.description)
+        logger.error("write failed; the handle refuses further writes until reopened (the file keeps its last good commit)",
+                     metadata: ["path": "\(store.path)", "error": "\(cause)"])
+        try? store.file.truncate(to: end)
+        allocatedEnd = end
     }
 }

@@ -5,10 +5,11 @@ import Foundation
 /// appended. See FORMAT.md, "File header" and "Checkpoint slots".
 struct FileHeader: Sendable, Equatable {
     static let magic: [UInt8] = Array("STRATADB".utf8)
-    /// The format version this code reads and writes: 2 since commits write large values
-    /// to value frames of their own (log operation 6, FORMAT.md §12). Files of version 1
-    /// are read, and written as version 1 (without operation 6) until compacted.
-    static let formatVersion: UInt16 = 2
+    /// The format version this code reads and writes: 3 since frames record how much of the
+    /// file before them was not yet synced, so commits can share syncs (FORMAT.md §12).
+    /// Files of versions 1 and 2 are read, and written as their version (one sync per
+    /// commit; version 1 without operation 6) until compacted.
+    static let formatVersion: UInt16 = 3
     static let size = 512
     static let slotOffsets: [UInt64] = [512, 1024]
     static let slotSize = 512
@@ -24,6 +25,12 @@ struct FileHeader: Sendable, Equatable {
     /// Whether commits write large values to value frames (format 2 on) rather than into
     /// their log frames.
     var storesValuesAtCommit: Bool { writeVersion >= 2 }
+
+    /// Whether durable commits may share syncs (format 3 on): their frames record what was
+    /// not yet synced before them (`FrameHeader.pendingBefore`), so recovery tells a group
+    /// interrupted by a power loss from damage. Older files sync each commit before the
+    /// next, which their readers' recovery assumes.
+    var groupsCommits: Bool { writeVersion >= 3 }
 
     static func new(pageSize: Int) -> FileHeader {
         var rng = SystemRandomNumberGenerator()

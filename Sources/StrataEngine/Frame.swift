@@ -56,7 +56,7 @@ public struct FrameAddress: Hashable, Sendable, CustomStringConvertible {
 /// 11 u8  flags      bit 0: payload is LZ4-compressed
 /// 12 u32 storedLength  payload bytes on disk
 /// 16 u32 rawLength     payload bytes after decompression
-/// 20 u32 reserved, zero
+/// 20 u32 pendingBefore  bytes before this frame its writer had not yet synced (format 3)
 /// ```
 public struct FrameHeader: Sendable, Equatable {
     /// The header's length.
@@ -93,6 +93,19 @@ public struct FrameHeader: Sendable, Equatable {
     public var storedLength: UInt32
     /// Payload bytes after decompression.
     public var rawLength: UInt32
+    /// How many bytes before this frame its writer had not yet synced when it wrote it
+    /// (format 3; zero in older files, whose writers synced each commit before the next).
+    /// Recovery uses it to tell an interrupted group commit from damage (FORMAT.md §7).
+    public var pendingBefore: UInt32 = 0
+
+    /// The offset up to which the file was durable when the frame at `offset` was
+    /// written: a bad frame before it cannot be an interrupted write.
+    ///
+    /// - Parameter offset: Where this frame starts.
+    /// - Returns: `offset − pendingBefore`, never below zero (the field is read from disk).
+    public func durableHorizon(at offset: UInt64) -> UInt64 {
+        offset - min(offset, UInt64(pendingBefore))
+    }
 
     /// Whether the payload is LZ4-compressed.
     public var isCompressed: Bool { flags & Self.compressedFlag != 0 }
@@ -112,8 +125,7 @@ public struct FrameHeader: Sendable, Equatable {
         guard flags & ~compressedFlag == 0 else { throw context.error("unknown frame flags \(hex(flags))") }
         let stored = try reader.u32("stored length")
         let raw = try reader.u32("raw length")
-        let reserved = try reader.u32("reserved")
-        guard reserved == 0 else { throw context.error("reserved header field is \(reserved), expected 0") }
+        let pendingBefore = try reader.u32("pending before")
         guard Int(stored) <= maxPayload else { throw context.error("stored length \(stored) is too large") }
         if flags & compressedFlag == 0, raw != stored {
             throw context.error("uncompressed frame has raw length \(raw) but stored length \(stored)")
@@ -121,7 +133,7 @@ public struct FrameHeader: Sendable, Equatable {
         if flags & compressedFlag != 0, Int(raw) > maxRawLength(storedLength: stored) {
             throw context.error("compressed frame claims \(raw) raw bytes from \(stored) stored; LZ4 allows at most \(maxRawLength(storedLength: stored))")
         }
-        return FrameHeader(checksum: checksum, type: type, flags: flags, storedLength: stored, rawLength: raw)
+        return FrameHeader(checksum: checksum, type: type, flags: flags, storedLength: stored, rawLength: raw, pendingBefore: pendingBefore)
     }
 }
 
@@ -139,7 +151,14 @@ enum Frame {
 
     /// Builds the bytes of one frame to be written at `offset`. The payload is compressed
     /// with LZ4 when `compress` is set and that saves at least 1/8.
-    static func encode(_ type: FrameType, payload: UnsafeRawBufferPointer, offset: UInt64, salt: UInt64, compress: Bool) -> [UInt8] {
+    ///
+    /// `durableUpTo` is the offset up to which the file is known synced as the frame is
+    /// written (format 3: commits share syncs, so frames are written ahead of the last
+    /// sync); nil means everything before the frame is (formats 1 and 2, and files being
+    /// built, which are synced whole before use). A stale, lower value only makes recovery
+    /// more lenient, never wrong.
+    static func encode(_ type: FrameType, payload: UnsafeRawBufferPointer, offset: UInt64, salt: UInt64, compress: Bool,
+                       durableUpTo: UInt64? = nil) -> [UInt8] {
         let compressed = compress ? LZ4.compressIfSmaller(payload) : nil
         var writer = ByteWriter(capacity: FrameHeader.size + (compressed?.count ?? payload.count))
         writer.u64(0)
@@ -149,7 +168,7 @@ enum Frame {
         writer.u8(compressed == nil ? 0 : FrameHeader.compressedFlag)
         writer.u32(UInt32(compressed?.count ?? payload.count))
         writer.u32(UInt32(payload.count))
-        writer.u32(0)
+        writer.u32(UInt32(clamping: durableUpTo.map { offset - min(offset, $0) } ?? 0))
         if let compressed { writer.raw(compressed) } else { writer.raw(payload) }
         var bytes = writer.bytes
         let checksum = bytes.withUnsafeBytes { XXH64.hash(UnsafeRawBufferPointer(rebasing: $0[8...]), seed: seed(salt: salt, offset: offset)) }
@@ -157,8 +176,8 @@ enum Frame {
         return bytes
     }
 
-    static func encode(_ type: FrameType, payload: [UInt8], offset: UInt64, salt: UInt64, compress: Bool) -> [UInt8] {
-        payload.withUnsafeBytes { encode(type, payload: $0, offset: offset, salt: salt, compress: compress) }
+    static func encode(_ type: FrameType, payload: [UInt8], offset: UInt64, salt: UInt64, compress: Bool, durableUpTo: UInt64? = nil) -> [UInt8] {
+        payload.withUnsafeBytes { encode(type, payload: $0, offset: offset, salt: salt, compress: compress, durableUpTo: durableUpTo) }
     }
 
     /// Whether the stored checksum matches `frame` (header and payload) at `offset`.

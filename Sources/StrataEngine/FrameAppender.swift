@@ -5,17 +5,21 @@ struct FrameAppender {
     let salt: UInt64
     /// Where the next frame goes.
     private(set) var position: UInt64
+    /// The offset known synced while these frames are written (format 3; `Frame.encode`);
+    /// nil: everything before them is.
+    var durableUpTo: UInt64?
     private var pending: [UInt8] = []
     private static let flushThreshold = 4 << 20
 
-    init(file: any StorageFile, salt: UInt64, position: UInt64) {
+    init(file: any StorageFile, salt: UInt64, position: UInt64, durableUpTo: UInt64? = nil) {
         self.file = file
         self.salt = salt
         self.position = position
+        self.durableUpTo = durableUpTo
     }
 
     mutating func append(_ type: FrameType, payload: UnsafeRawBufferPointer, compress: Bool = true) throws -> FrameAddress {
-        let frame = Frame.encode(type, payload: payload, offset: position, salt: salt, compress: compress)
+        let frame = Frame.encode(type, payload: payload, offset: position, salt: salt, compress: compress, durableUpTo: durableUpTo)
         let address = FrameAddress(offset: position, length: UInt32(frame.count))
         pending.append(contentsOf: frame)
         position += UInt64(frame.count)

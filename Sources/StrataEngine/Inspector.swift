@@ -145,6 +145,9 @@ public final class Inspector: Sendable {
         public var rawLength: UInt32
         /// Whether the payload is LZ4-compressed.
         public var compressed: Bool
+        /// Bytes before the frame its writer had not yet synced when it wrote it (format 3
+        /// group commits; FORMAT.md §5).
+        public var pendingBefore: UInt32 = 0
         /// Whether the checksum holds.
         public var checksumOK: Bool
         /// Commit or checkpoint sequence, for log and checkpoint frames.
@@ -206,7 +209,7 @@ public final class Inspector: Sendable {
             return FrameInfo(offset: offset, type: "unreadable", storedLength: 0, rawLength: 0, compressed: false, checksumOK: false, error: reason)
         }
         var info = FrameInfo(offset: offset, type: header.type.description, storedLength: header.storedLength, rawLength: header.rawLength,
-                             compressed: header.isCompressed, checksumOK: false)
+                             compressed: header.isCompressed, pendingBefore: header.pendingBefore, checksumOK: false)
         guard offset + UInt64(header.frameLength) <= fileSize else {
             info.error = "frame of \(header.frameLength) bytes runs past the end of the file (torn write)"
             return info

@@ -20,11 +20,15 @@ enum LogOperationCode: UInt8 {
 struct PendingValueFrames {
     let start: UInt64
     let salt: UInt64
+    /// The offset known synced as the frames are laid out (format 3; `Frame.encode`).
+    let durableUpTo: UInt64?
     private(set) var bytes: [UInt8] = []
     /// Where each frame starts: the entries the commit pins in the value cache.
     private(set) var offsets: [UInt64] = []
 
-    init(start: UInt64, salt: UInt64) { (self.start, self.salt) = (start, salt) }
+    init(start: UInt64, salt: UInt64, durableUpTo: UInt64? = nil) {
+        (self.start, self.salt, self.durableUpTo) = (start, salt, durableUpTo)
+    }
 
     /// Where the next frame (and, after the last, the log frame) goes.
     var end: UInt64 { start + UInt64(bytes.count) }
@@ -32,7 +36,7 @@ struct PendingValueFrames {
     /// Encodes `value` as the next value frame; its address.
     mutating func append(_ value: UnsafeRawBufferPointer) -> FrameAddress {
         let offset = end
-        let frame = Frame.encode(.value, payload: value, offset: offset, salt: salt, compress: true)
+        let frame = Frame.encode(.value, payload: value, offset: offset, salt: salt, compress: true, durableUpTo: durableUpTo)
         bytes.append(contentsOf: frame)
         offsets.append(offset)
         return FrameAddress(offset: offset, length: UInt32(frame.count))

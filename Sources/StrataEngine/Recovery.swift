@@ -118,7 +118,8 @@ enum Recovery {
     }
 
     /// A frame replay stopped at: its position, why, and the first valid commit frame found
-    /// after it (nil: none, so it is the tail a writer left or is still writing).
+    /// after it that was written once the bad frame's bytes were durable (nil: none, so it
+    /// is the tail a writer left or is still writing, or an interrupted group commit).
     struct BadFrame {
         let position: UInt64
         let reason: String
@@ -243,9 +244,11 @@ enum Recovery {
         return (header, bytes)
     }
 
-    /// A bad frame is a torn tail (the writer died mid-write: recovery drops it) unless a
-    /// valid log or checkpoint frame follows it, which a crash cannot produce: then it is
-    /// media corruption and opening stops, unless the caller asked to salvage.
+    /// A bad frame is a torn tail (the writer died mid-write, or a power loss kept part of a
+    /// group commit: recovery drops it) unless a valid log or checkpoint frame follows it
+    /// that was written after the bad frame's bytes were synced, which a crash cannot
+    /// produce: then it is media corruption and opening stops, unless the caller asked to
+    /// salvage.
     /// Returns true when valid commits follow and the caller asked to salvage.
     private static func handleBadFrame(_ bad: BadFrame, store: PageStore, options: Database.Options) throws -> Bool {
         guard let later = bad.laterCommit else { return false }
@@ -268,7 +271,13 @@ enum Recovery {
         return true
     }
 
-    /// The offset of the first valid log or checkpoint frame after `position`, if any.
+    /// The offset of the first valid log or checkpoint frame after `position` that was
+    /// written when the file was already synced past `position` (its durable horizon,
+    /// `FrameHeader.durableHorizon`, lies beyond it), if any: proof that the bytes at
+    /// `position` were durable, so a bad frame there is damage. Frames written before the
+    /// sync that would have covered `position` (a format 3 group commit that a power loss
+    /// interrupted) are no proof: their bytes and those at `position` were written back in
+    /// any order.
     static func findCommitFrame(after position: UInt64, fileSize: UInt64, store: PageStore) throws -> UInt64? {
         let start = position + 1
         guard start + UInt64(FrameHeader.size) <= fileSize else { return nil }
@@ -284,6 +293,7 @@ enum Recovery {
                 let rest = UnsafeRawBufferPointer(rebasing: raw[i...])
                 guard let header = try? FrameHeader.parse(rest, context: store.context(offset, "frame")),
                       header.frameLength <= rest.count,
+                      header.durableHorizon(at: offset) > position,
                       Frame.checksumMatches(rest, header: header, offset: offset, salt: store.salt)
                 else { continue }
                 return offset

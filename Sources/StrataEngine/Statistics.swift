@@ -47,6 +47,11 @@ public struct Statistics: Sendable, Equatable {
     public var failedAutomaticCheckpoints: UInt64
     /// True after a failed write or sync: the handle refuses writes until reopened.
     public var isPoisoned: Bool
+    /// Commits this handle made with `.full` durability.
+    public var durableCommits: UInt64
+    /// The fdatasyncs that made them durable (checkpoints' own syncs not counted): fewer than
+    /// `durableCommits` when threads committing at once shared syncs (group commit).
+    public var commitSyncs: UInt64
     /// Compactions this handle ran in the background (`Options.autoCompaction`).
     public var backgroundCompactions: UInt64
     /// Background compactions that failed (each logged; the file was left as it was).
@@ -165,6 +170,7 @@ extension Database {
         let writer = writerCounters()
         let cache = snapshot.store.cache.counters, values = snapshot.store.values.counters
         let compacted = background.counters
+        let synced = groupCommitCounters
         return Statistics(
             path: path, fileSize: try snapshot.store.file.size(), pageSize: snapshot.store.limits.pageSize,
             commitSequence: writer.sequence, checkpointSequence: writer.checkpointSequence,
@@ -173,7 +179,7 @@ extension Database {
             cacheHits: cache.hits, cacheMisses: cache.misses, cacheBytes: cache.bytes, cachedPages: cache.entries,
             cachedValueBytes: values.bytes, cachedValues: values.entries,
             salvagedFromOffset: openReport.salvagedFrom, failedAutomaticCheckpoints: writer.failedCheckpoints,
-            isPoisoned: writer.poisoned,
+            isPoisoned: writer.poisoned, durableCommits: synced.commits, commitSyncs: synced.syncs,
             backgroundCompactions: compacted.completed, failedBackgroundCompactions: compacted.failed,
             lastBackgroundCompaction: compacted.last,
             trees: snapshot.treeNames.map { Statistics.Tree(name: $0, entryCount: Int(snapshot.trees[$0]!.entryCount)) })

@@ -236,10 +236,10 @@ public final class WriteTransaction: TreeReading {
     var values: PendingValueFrames?
     private(set) var isFinished = false
 
-    init(database: Database, snapshot: Snapshot, owner: UInt64, valuesStart: UInt64?) {
+    init(database: Database, snapshot: Snapshot, owner: UInt64, values: PendingValueFrames?) {
         self.database = database
         self.changes = TreeChanges(trees: snapshot.trees, mutator: TreeMutator(store: snapshot.store, owner: owner))
-        values = valuesStart.map { PendingValueFrames(start: $0, salt: snapshot.store.salt) }
+        self.values = values
     }
 
     deinit {
@@ -373,23 +373,37 @@ public final class WriteTransaction: TreeReading {
     }
 
     /// Makes the changes durable and visible. With `.full` durability the data is on disk
-    /// when this returns. If it throws, nothing of the transaction is visible and the
-    /// database refuses further writes until reopened (see `StrataError.poisoned`).
+    /// when this returns, and readers see it only from then on. If it throws, nothing of the
+    /// transaction is visible and the database refuses further writes until reopened (see
+    /// `StrataError.poisoned`).
+    ///
+    /// Threads committing at the same time share fdatasyncs (group commit): the gate for
+    /// the next write transaction opens as soon as this one's frames are written, and the
+    /// commits written while a sync runs are made durable together by the next one
+    /// (`Statistics.commitSyncs` counts them).
     ///
     /// - Throws: `StrataError.io` when the commit cannot be written or synced (the database is
     ///   then poisoned); `.closed`.
     public func commit() throws {
         try checkOpen()
         isFinished = true
-        defer { database.finishWrite() }
-        guard !log.isEmpty else { return releasePendingValues(committed: false) }
+        guard !log.isEmpty else {
+            releasePendingValues(committed: false)
+            database.finishWrite()
+            return
+        }
+        let written: UInt64?
         do {
-            try database.commit(log: log, values: values, trees: changes.trees)
+            written = try database.commit(log: log, values: values, trees: changes.trees)
         } catch {
             releasePendingValues(committed: false)
+            database.finishWrite()
             throw error
         }
         releasePendingValues(committed: true)
+        database.finishWrite()
+        // With the gate left, so that other threads' commits written meanwhile share the sync.
+        if let written { try database.waitUntilDurable(written) }
     }
 
     /// Discards every change made in this transaction.

@@ -138,10 +138,10 @@ struct Frames: ParsableCommand {
                 return limit.map { frames.count < $0 } ?? true
             }
             if options.json { return try Output.json(frames) }
-            Output.table(["offset", "type", "stored", "raw", "ratio", "checksum", "content"], frames.map { f in
+            Output.table(["offset", "type", "stored", "raw", "ratio", "unsynced before", "checksum", "content"], frames.map { f in
                 [String(f.offset), f.type, String(f.storedLength), String(f.rawLength),
                  f.rawLength == 0 ? "-" : String(format: "%.2f", Double(f.storedLength) / Double(f.rawLength)),
-                 f.checksumOK ? "ok" : "BAD", f.error ?? f.detail ?? ""]
+                 String(f.pendingBefore), f.checksumOK ? "ok" : "BAD", f.error ?? f.detail ?? ""]
             })
         }
     }

@@ -52,7 +52,7 @@ struct FrameTests {
     func badHeaders() {
         let frame = Frame.encode(.log, payload: [1, 2, 3], offset: 4096, salt: 1, compress: false)
         let context = CorruptionContext(path: "f", offset: 4096, structure: "frame")
-        for (index, value, message) in [(8, UInt8(0), "magic"), (10, 9, "unknown frame type"), (11, 0x80, "flags"), (20, 1, "reserved")] {
+        for (index, value, message) in [(8, UInt8(0), "magic"), (10, 9, "unknown frame type"), (11, 0x80, "flags")] {
             var bad = frame
             bad[index] = value
             #expect {
@@ -62,6 +62,22 @@ struct FrameTests {
                 return reason.contains(message)
             }
         }
+    }
+
+    @Test("a frame records how far before it the file was synced; a claim past the file's start is bounded")
+    func durableHorizon() throws {
+        let grouped = Frame.encode(.log, payload: [1, 2, 3], offset: 9000, salt: 1, compress: false, durableUpTo: 5000)
+        let context = CorruptionContext(path: "f", offset: 9000, structure: "frame")
+        let header = try grouped.withUnsafeBytes { try FrameHeader.parse($0, context: context) }
+        #expect(header.pendingBefore == 4000)
+        #expect(header.durableHorizon(at: 9000) == 5000)
+        let alone = try Frame.encode(.log, payload: [1], offset: 9000, salt: 1, compress: false).withUnsafeBytes {
+            try FrameHeader.parse($0, context: context)
+        }
+        #expect(alone.pendingBefore == 0)
+        #expect(alone.durableHorizon(at: 9000) == 9000)
+        // The field is read from disk: a crafted value larger than the offset gives 0, not a trap.
+        #expect(header.durableHorizon(at: 100) == 0)
     }
 
     @Test("the file header and checkpoint slots round-trip and reject damage")

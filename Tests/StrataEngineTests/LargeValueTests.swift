@@ -12,12 +12,6 @@ struct LargeValueTests {
         return (0 ..< count).map { _ in UInt8.random(in: 0 ... 255, using: &rng) }
     }
 
-    static func frames(_ path: String) throws -> [Inspector.FrameInfo] {
-        var frames: [Inspector.FrameInfo] = []
-        try Inspector(path: path).walkFrames { frames.append($0); return true }
-        return frames
-    }
-
     @Test("a commit writes a large value to a value frame before its log frame, and a checkpoint references it")
     func writtenOnceWithTheCommit() throws {
         let directory = TemporaryDirectory()
@@ -29,12 +23,12 @@ struct LargeValueTests {
             try tx.createTree("t")
             try tx.put(value, forKey: Key(1).bytes, in: "t")
         }
-        let committed = try Self.frames(path)
+        let committed = try allFrames(ofFileAt: path)
         #expect(committed.map(\.type) == ["value", "log"])
         #expect(committed[0].rawLength == 5_000)
         #expect(committed[1].rawLength < 200, "the log frame names the value frame instead of holding the value")
         try db.checkpoint()
-        #expect(try Self.frames(path).filter { $0.type == "value" }.count == 1, "the checkpoint wrote no second copy")
+        #expect(try allFrames(ofFileAt: path).filter { $0.type == "value" }.count == 1, "the checkpoint wrote no second copy")
         try db.close()
         let reopened = try Database(path: path)
         #expect(try reopened.snapshot().get(Key(1).bytes, in: "t") == value)
@@ -80,12 +74,7 @@ struct LargeValueTests {
         defer { directory.remove() }
         let path = directory.file()
         try Database(path: path).close()
-        // The file as format 1 code created it.
-        var image = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
-        var header = try FileHeader.decode(image, path: path)
-        (header.readVersion, header.writeVersion) = (1, 1)
-        image.replaceSubrange(0 ..< FileHeader.size, with: header.encoded())
-        try Data(image).write(to: URL(fileURLWithPath: path))
+        try setFormatVersions(ofFileAt: path, read: 1, write: 1)
 
         let value = Self.randomBytes(5_000, seed: 4)
         let db = try Database(path: path)
@@ -93,7 +82,7 @@ struct LargeValueTests {
             try tx.createTree("t")
             try tx.put(value, forKey: Key(1).bytes, in: "t")
         }
-        let frames = try Self.frames(path)
+        let frames = try allFrames(ofFileAt: path)
         #expect(frames.map(\.type) == ["log"])
         #expect(frames[0].rawLength > 5_000, "the log frame holds the value")
         try db.close()

@@ -100,7 +100,7 @@ struct FormatFixtureTests {
     }
 
     /// One per format version, oldest first.
-    static let fixtures = ["2026-11-format1.strata", "2026-11-format2.strata"]
+    static let fixtures = ["2026-11-format1.strata", "2026-11-format2.strata", "2026-11-format3.strata"]
 
     @Test("writes the current format's fixture when asked to", .enabled(if: ProcessInfo.processInfo.environment["STRATA_WRITE_FIXTURES"] == "1"))
     func writeFixtures() throws {

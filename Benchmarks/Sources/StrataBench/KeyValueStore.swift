@@ -112,8 +112,7 @@ final class BinaryW1<Store: KeyValueStore>: W1Engine {
     }
 
     /// commit.durable from 2 and 4 threads at once, one record per transaction: whether
-    /// concurrent committers share syncs (group commit: LevelDB batches concurrent writes into
-    /// one sync; Strata and LMDB sync each commit in turn).
+    /// concurrent committers share syncs (group commit: Strata and LevelDB do, LMDB does not).
     var commitVariants: [(op: String, run: ([User]) throws -> Void)] {
         [2, 4].map { threads in ("commit.durable.threads\(threads)", { users in try self.commit(users, threads: threads) }) }
     }

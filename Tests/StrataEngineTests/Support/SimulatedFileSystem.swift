@@ -58,6 +58,22 @@ final class SimulatedFileSystem: FileSystem, @unchecked Sendable {
             return hook
         }
     }
+    /// Called at the start of the next sync (of any file), outside the lock, once: a test
+    /// can hold a sync "in flight" while other threads commit.
+    var beforeNextSync: (@Sendable () -> Void)? {
+        get { withLock { syncHook } }
+        set { withLock { syncHook = newValue } }
+    }
+    private var syncHook: (@Sendable () -> Void)?
+
+    /// The sync hook, taken (once).
+    func takeSyncHook() -> (@Sendable () -> Void)? {
+        withLock {
+            defer { syncHook = nil }
+            return syncHook
+        }
+    }
+
     /// Which reads fire `afterNextRead`: by default the first.
     var readHookFilter: @Sendable (_ offset: UInt64, _ count: Int) -> Bool = { _, _ in true }
 
@@ -88,25 +104,45 @@ final class SimulatedFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
-    /// Power loss: each unsynced write is kept, dropped, torn (a prefix kept) or garbled;
-    /// each unsynced truncate is kept or lost. Then the machine "reboots".
+    /// What a power loss does to one unsynced change: a write is kept, dropped, torn (a
+    /// prefix kept) or garbled (replaced by these bytes); a truncate is kept or dropped.
+    enum Fate {
+        case kept, dropped
+        case torn(keeping: Int)
+        case garbled([UInt8])
+    }
+
+    /// Power loss: each unsynced write is kept, dropped, torn or garbled at random; each
+    /// unsynced truncate is kept or lost. Then the machine "reboots".
     func powerLoss<G: RandomNumberGenerator>(using rng: inout G) {
+        powerLoss { change in
+            switch change {
+            case .truncate: return Bool.random(using: &rng) ? .kept : .dropped
+            case .write(_, let bytes):
+                switch Int.random(in: 0 ..< 100, using: &rng) {
+                case 0 ..< 40: return .kept
+                case 40 ..< 70: return .dropped
+                case 70 ..< 85: return .torn(keeping: Int.random(in: 0 ... bytes.count, using: &rng))
+                default: return .garbled((0 ..< bytes.count).map { _ in UInt8.random(in: 0 ... 255, using: &rng) })
+                }
+            }
+        }
+    }
+
+    /// Power loss where `fate` decides what becomes of each unsynced change, in the order
+    /// they were made: a test can drop one write and keep a later one, as a disk that writes
+    /// back pages in any order may. Then the machine "reboots".
+    func powerLoss(_ fate: (Pending) -> Fate) {
         withLock {
             for inode in inodes.values {
                 var image = inode.durable
                 for change in inode.pending {
-                    switch change {
-                    case .truncate(let size):
-                        if Bool.random(using: &rng) { Self.resize(&image, to: size) }
-                    case .write(let offset, let bytes):
-                        switch Int.random(in: 0 ..< 100, using: &rng) {
-                        case 0 ..< 40: Self.apply(bytes, at: offset, to: &image)
-                        case 40 ..< 70: break
-                        case 70 ..< 85:
-                            Self.apply(Array(bytes.prefix(Int.random(in: 0 ... bytes.count, using: &rng))), at: offset, to: &image)
-                        default:
-                            Self.apply((0 ..< bytes.count).map { _ in UInt8.random(in: 0 ... 255, using: &rng) }, at: offset, to: &image)
-                        }
+                    switch (change, fate(change)) {
+                    case (_, .dropped): break
+                    case (.truncate(let size), _): Self.resize(&image, to: size)
+                    case (.write(let offset, let bytes), .kept): Self.apply(bytes, at: offset, to: &image)
+                    case (.write(let offset, let bytes), .torn(let keeping)): Self.apply(Array(bytes.prefix(keeping)), at: offset, to: &image)
+                    case (.write(let offset, _), .garbled(let bytes)): Self.apply(bytes, at: offset, to: &image)
                     }
                 }
                 inode.durable = image
@@ -219,6 +255,7 @@ final class SimulatedFile: StorageFile, @unchecked Sendable {
     }
 
     func sync() throws {
+        fileSystem.takeSyncHook()?()
         try fileSystem.check(.sync, path: path)
         fileSystem.withLock {
             inode.durable = inode.current

@@ -83,3 +83,20 @@ func openWithoutCheckpointOnClose(_ path: String) throws -> Database {
     options.checkpointOnClose = false
     return try Database(path: path, options: options)
 }
+
+/// Rewrites the header of the file at `path` with other format versions: the file as the
+/// code of an older format (with no frames yet) created it.
+func setFormatVersions(ofFileAt path: String, read: UInt16, write: UInt16) throws {
+    var image = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+    var header = try FileHeader.decode(image, path: path)
+    (header.readVersion, header.writeVersion) = (read, write)
+    image.replaceSubrange(0 ..< FileHeader.size, with: header.encoded())
+    try Data(image).write(to: URL(fileURLWithPath: path))
+}
+
+/// Every frame of the file at `path`, as `storedump frames` lists them.
+func allFrames(ofFileAt path: String) throws -> [Inspector.FrameInfo] {
+    var frames: [Inspector.FrameInfo] = []
+    try Inspector(path: path).walkFrames { frames.append($0); return true }
+    return frames
+}
