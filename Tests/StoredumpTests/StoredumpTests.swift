@@ -81,7 +81,7 @@ struct StoredumpTests {
         defer { try? FileManager.default.removeItem(atPath: path) }
         let text = try storedump("info", path)
         #expect(text.status == 0)
-        #expect(text.output.contains("STRATADB, read version 2, write version 2, page size 4096"))
+        #expect(text.output.contains("STRATADB, read version 3, write version 3, page size 4096"))
         #expect(text.output.contains("tail           clean"))
         #expect(text.output.contains("c:Book"))
         let json = try JSONSerialization.jsonObject(with: Data(try storedump("info", path, "--json").output.utf8)) as! [String: Any]
