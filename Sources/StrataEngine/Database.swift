@@ -65,6 +65,19 @@ public final class Database: Sendable {
         public var cacheSize: Int = Options.defaultCacheSize
         /// Open without writing or locking; the file must exist.
         public var readOnly = false
+        /// How long a writable open waits while another handle or process holds the file's
+        /// write lock, before it throws `StrataError.locked`: zero (the default) fails at
+        /// once, as SQLite's default busy timeout and GRDB's `.immediateError` do. Waiting
+        /// polls the lock, 1 ms apart at first and at most 50 ms apart later, as SQLite's
+        /// busy handler does; a process that closes and reopens at once can still win the
+        /// lock ahead of a waiter, so keep the wait generous.
+        ///
+        /// ```swift
+        /// var options = Database.Options()
+        /// options.lockTimeout = .seconds(5)   // an app extension may be writing
+        /// let db = try Database(path: path, options: options)
+        /// ```
+        public var lockTimeout: Duration = .zero
         /// Page size for a new file (512 ... 65536, a power of two); an existing file keeps its own.
         public var pageSize = 4096
         /// After a commit, checkpoint when the log since the last checkpoint exceeds this
@@ -121,7 +134,8 @@ public final class Database: Sendable {
     /// - Parameters:
     ///   - path: The file's path.
     ///   - options: Durability, read-only, cache size and the other choices.
-    /// - Throws: `StrataError.locked` when another handle writes the file; `.notAStrataFile`;
+    /// - Throws: `StrataError.locked` when another handle writes the file (after waiting
+    ///   up to `Options.lockTimeout`); `.notAStrataFile`;
     ///   `.unsupportedFormat` for a newer format; `.corruption` when recovery finds damage
     ///   before the last commit; `.io`.
     public convenience init(path: String, options: Options = Options()) throws {
@@ -184,7 +198,9 @@ public final class Database: Sendable {
     /// this check removes a leftover `PATH.compact`: otherwise it could delete the file a
     /// live compaction is writing.
     private static func openFile(_ path: String, options: Options, fileSystem: any FileSystem) throws -> any StorageFile {
-        for _ in 0 ..< maxOpenAttempts {
+        var lockWait = LockWait(timeout: options.lockTimeout)
+        var attempts = 0
+        while attempts < maxOpenAttempts {
             if try !fileSystem.exists(path) {
                 if options.readOnly { throw StrataError.io(operation: "open", path: path, errno: ENOENT) }
                 try Recovery.create(path, fileSystem: fileSystem, pageSize: options.pageSize)
@@ -192,7 +208,14 @@ public final class Database: Sendable {
             let file = try fileSystem.open(path, mode: options.readOnly ? .readOnly : .readWrite)
             if options.readOnly { return file }
             do {
-                guard try file.tryLockExclusive() else { throw StrataError.locked(path: path) }
+                guard try file.tryLockExclusive() else {
+                    file.close()
+                    // Another handle writes the file: wait, then start over (it may have
+                    // been replaced by a compaction meanwhile), until the timeout passes.
+                    guard lockWait.pause() else { throw StrataError.locked(path: path) }
+                    continue
+                }
+                attempts += 1
                 if try fileSystem.identity(of: path) == file.identity() {
                     // A compaction that did not reach its rename left this; the original is intact.
                     try fileSystem.remove(path + ".compact")
@@ -206,6 +229,29 @@ public final class Database: Sendable {
             file.close()
         }
         throw StrataError.io(operation: "open (the file kept being replaced while it was locked)", path: path, errno: EAGAIN)
+    }
+
+    /// The waits between attempts to take a write lock another handle holds, until
+    /// `Options.lockTimeout` has passed: 1, 2, 5, 10, 20 ms, then 50 ms apart (SQLite's
+    /// busy handler backs off alike), the last one cut to end at the timeout.
+    struct LockWait {
+        private let deadline: ContinuousClock.Instant
+        private var step = 0
+        private static let pauses: [Duration] = [.milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(20), .milliseconds(50)]
+
+        init(timeout: Duration) {
+            deadline = .now + max(timeout, .zero)
+        }
+
+        /// Waits before the next attempt; false when the timeout has passed (no wait).
+        mutating func pause() -> Bool {
+            let left = deadline - .now
+            guard left > .zero else { return false }
+            let pause = min(Self.pauses[min(step, Self.pauses.count - 1)], left)
+            step += 1
+            Thread.sleep(forTimeInterval: Double(pause.components.seconds) + Double(pause.components.attoseconds) / 1e18)
+            return true
+        }
     }
 
     var isReadOnly: Bool { options.readOnly }

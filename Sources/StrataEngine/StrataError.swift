@@ -51,7 +51,7 @@ public enum StrataError: Error, Sendable, Equatable, DescribedError {
         case .corruption(let path, let offset, let reason):
             return "\(path) is corrupt at byte offset \(offset): \(reason)"
         case .locked(let path):
-            return "database is locked: \(path) is open for writing by another handle or process"
+            return "database is locked: \(path) is open for writing by another handle or process (open read-only, or set Options.lockTimeout to wait for it)"
         case .io(let op, let path, let code):
             return "\(op) failed on \(path): \(String(cString: strerror(code))) (errno \(code))"
         case .poisoned(let cause):

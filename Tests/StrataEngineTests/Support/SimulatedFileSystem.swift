@@ -60,6 +60,24 @@ final class SimulatedFileSystem: FileSystem, @unchecked Sendable {
     }
     /// Called at the start of the next sync (of any file), outside the lock, once: a test
     /// can hold a sync "in flight" while other threads commit.
+    /// Called each time a handle asks for a write lock another handle holds (outside the
+    /// file system's lock): lets a test know an open is waiting, without sleeping.
+    var onLockRefused: (@Sendable () -> Void)? {
+        get { withLock { lockRefusedHook } }
+        set { withLock { lockRefusedHook = newValue } }
+    }
+    private var lockRefusedHook: (@Sendable () -> Void)?
+    /// How many lock requests were refused.
+    private(set) var refusedLocks = 0
+
+    func lockRefused() {
+        let hook = withLock {
+            refusedLocks += 1
+            return lockRefusedHook
+        }
+        hook?()
+    }
+
     var beforeNextSync: (@Sendable () -> Void)? {
         get { withLock { syncHook } }
         set { withLock { syncHook = newValue } }
@@ -274,12 +292,14 @@ final class SimulatedFile: StorageFile, @unchecked Sendable {
     }
 
     func tryLockExclusive() throws -> Bool {
-        fileSystem.withLock {
+        let taken = fileSystem.withLock {
             if inode.locked { return holdsLock }
             inode.locked = true
             holdsLock = true
             return true
         }
+        if !taken { fileSystem.lockRefused() }
+        return taken
     }
 
     func unlock() {
