@@ -11,26 +11,29 @@ struct TreeMutator {
     private func mutable(_ leaf: LeafNode) -> LeafNode { leaf.owner == owner ? leaf : leaf.copy(owner: owner) }
     private func mutable(_ branch: BranchNode) -> BranchNode { branch.owner == owner ? branch : branch.copy(owner: owner) }
 
-    /// Inserts or replaces `key`; returns the new root and whether the key is new.
-    func put(root: NodeRef?, key: UnsafeRawBufferPointer, value: ValueSlot) throws -> (root: NodeRef, inserted: Bool) {
+    /// Inserts or replaces `key`; returns the new root and whether the key is new. With
+    /// `replacing` false a present key is left as it is: nothing changes and nothing is
+    /// copied (LMDB's `MDB_NOOVERWRITE`), so a create needs one descent, not a lookup and a put.
+    func put(root: NodeRef?, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool = true) throws -> (root: NodeRef, inserted: Bool) {
         guard let root else {
             let leaf = LeafNode(owner: owner)
             leaf.insert(at: 0, key: key, value: value, limits: limits)
             return (.leaf(leaf), true)
         }
-        let result = try insert(into: root, key: key, value: value)
+        let result = try insert(into: root, key: key, value: value, replacing: replacing)
         guard let split = result.split else { return (result.node, result.inserted) }
         let newRoot = BranchNode(owner: owner, keys: [split.separator], children: [result.node, split.right])
         return (.branch(newRoot), result.inserted)
     }
 
-    private func insert(into ref: NodeRef, key: UnsafeRawBufferPointer, value: ValueSlot)
+    private func insert(into ref: NodeRef, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool)
         throws -> (node: NodeRef, split: (separator: [UInt8], right: NodeRef)?, inserted: Bool)
     {
         switch try store.resolve(ref) {
         case .leaf(let original):
+            let (index, found) = original.search(key)
+            if found, !replacing { return (ref, nil, false) }
             let leaf = mutable(original)
-            let (index, found) = leaf.search(key)
             if found {
                 leaf.replaceValue(at: index, with: value, limits: limits)
             } else {
@@ -41,7 +44,8 @@ struct TreeMutator {
             return (.leaf(leaf), (right.key(at: 0), .leaf(right)), !found)
         case .branch(let original):
             let index = original.childIndex(for: key)
-            let child = try insert(into: original.children[index], key: key, value: value)
+            let child = try insert(into: original.children[index], key: key, value: value, replacing: replacing)
+            if !child.inserted, !replacing { return (ref, nil, false) }
             let branch = mutable(original)
             branch.children[index] = child.node
             if let split = child.split {

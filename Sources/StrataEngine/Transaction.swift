@@ -175,12 +175,17 @@ struct TreeChanges {
     /// refreshing reader tells its observers.
     var touched: Set<String>? = nil
 
-    mutating func put(tree: String, key: UnsafeRawBufferPointer, value: ValueSlot) throws {
+    /// Puts `key`; with `replacing` false a present key is left unchanged. Returns whether
+    /// the key is new.
+    @discardableResult
+    mutating func put(tree: String, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool = true) throws -> Bool {
         guard var state = trees[tree] else { throw StrataError.treeNotFound(tree) }
-        let result = try mutator.put(root: state.root, key: key, value: value)
+        let result = try mutator.put(root: state.root, key: key, value: value, replacing: replacing)
+        guard result.inserted || replacing else { return false }
         state.root = result.root
         if result.inserted { state.entryCount += 1 }
         trees[tree] = state
+        return result.inserted
     }
 
     mutating func delete(tree: String, key: UnsafeRawBufferPointer) throws -> Bool {
@@ -347,6 +352,43 @@ public final class WriteTransaction: TreeReading {
         store.values.insert(copy, at: address.offset, cost: PageStore.cost(ofValue: copy), pinned: true)
         try changes.put(tree: tree, key: key, value: .overflow(address, length: UInt32(value.count)))
         log.put(tree: tree, key: key, storedAt: address, length: UInt32(value.count))
+    }
+
+    /// Stores `value` under `key` unless `tree` already has the key, in one descent of the
+    /// tree (LMDB's `MDB_NOOVERWRITE`): a present key keeps its value and nothing is
+    /// written or logged.
+    ///
+    /// ```swift
+    /// guard try tx.insert(record, forKey: Key(id).bytes, in: "users") else {
+    ///     throw AppError.duplicate(id)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - value: The value, copied into the tree.
+    ///   - key: The encoded key, copied into the tree.
+    ///   - tree: The tree's name.
+    /// - Returns: True when the key was new and the value is stored; false when the key was
+    ///   there already (the tree is unchanged).
+    /// - Throws: As `put(_:forKey:in:)`.
+    public func insert(_ value: [UInt8], forKey key: [UInt8], in tree: String) throws -> Bool {
+        try key.withUnsafeBytes { key in
+            try value.withUnsafeBytes { value in
+                try checkOpen()
+                try validate(key: key)
+                guard value.count <= Database.maxValueSize else { throw StrataError.valueTooLarge(size: value.count, limit: Database.maxValueSize) }
+                guard value.count > store.limits.maxInlineValue, values != nil else {
+                    guard try changes.put(tree: tree, key: key, value: .inline(value), replacing: false) else { return false }
+                    log.put(tree: tree, key: key, value: value)
+                    return true
+                }
+                // A large value is laid out in a value frame as it is put: look first, so a
+                // present key costs no frame.
+                if try withValue(key, in: tree, { _ in true }) == true { return false }
+                try put(value, forKey: key, in: tree)
+                return true
+            }
+        }
     }
 
     /// Removes `key` from `tree`; returns whether it was there.

@@ -30,6 +30,37 @@ struct BTreeTests {
         }
     }
 
+    @Test("insert stores a new key and leaves a present one as it was, small or large, across reopen")
+    func insertLeavesPresentKeys() throws {
+        try withDatabase { db, fs in
+            let large = [UInt8](repeating: 7, count: 3_000)   // over a 512-byte page's inline limit
+            try db.write { tx in
+                try tx.createTree("t")
+                let inserted = try (0 ..< 2000).map { try tx.insert([UInt8($0 % 251)], forKey: Key($0).bytes, in: "t") }
+                #expect(inserted.allSatisfy { $0 })
+                let insertedLarge = try tx.insert(large, forKey: Key(-1).bytes, in: "t")
+                #expect(insertedLarge)
+            }
+            let before = try db.statistics().logBytesSinceCheckpoint
+            try db.write { tx in
+                let refused = try stride(from: 0, to: 2000, by: 7).map { try tx.insert([0xFF], forKey: Key($0).bytes, in: "t") }
+                #expect(!refused.contains(true))
+                let refusedLarge = try tx.insert([1], forKey: Key(-1).bytes, in: "t")
+                #expect(!refusedLarge)
+            }
+            // Refused inserts change nothing, so that transaction logged nothing.
+            #expect(try db.statistics().logBytesSinceCheckpoint == before)
+            #expect(try db.write { tx in try tx.insert(large, forKey: Key(5000).bytes, in: "t") })
+            try db.close()
+            let reopened = try Database(path: "/db", options: smallOptions(), fileSystem: fs)
+            let snapshot = try reopened.snapshot()
+            #expect(try snapshot.count(in: "t") == 2002)
+            #expect(try snapshot.get(Key(7).bytes, in: "t") == [7])
+            #expect(try snapshot.get(Key(-1).bytes, in: "t") == large)
+            #expect(try snapshot.get(Key(5000).bytes, in: "t") == large)
+        }
+    }
+
     @Test("deleting merges and rebalances nodes until the tree is empty")
     func merges() throws {
         try withDatabase { db, _ in

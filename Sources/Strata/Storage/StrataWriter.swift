@@ -187,18 +187,33 @@ final class StrataWriter: CollectionReading, StorageWriter {
         var model = model
         if state.assignID(&model) { changedCatalog.insert(state.entry.collection) }
         let key = M.schema.primaryKey(of: model).bytes
-        let old = try CollectionAccess<M>(engine: transaction, state: state).get(key)
-        if mustBeNew, old != nil {
-            throw StorageError.duplicateKey(collection: state.entry.collection, key: Key(bytes: key).description)
+        if mustBeNew {
+            // One descent: the record goes in unless the key is taken, and then nothing changed.
+            let bytes = try encode(model, state: &state)
+            guard try transaction.insert(bytes, forKey: key, in: state.entry.recordsTree) else {
+                throw StorageError.duplicateKey(collection: state.entry.collection, key: Key(bytes: key).description)
+            }
+            try maintainIndexes(of: model, key: key, bytes: bytes, replacing: nil, state: state)
+        } else {
+            let old = try CollectionAccess<M>(engine: transaction, state: state).get(key)
+            let bytes = try encode(model, state: &state)
+            try maintainIndexes(of: model, key: key, bytes: bytes, replacing: old, state: state)
+            try transaction.put(bytes, forKey: key, in: state.entry.recordsTree)
         }
-        try store(model, key: key, replacing: old, state: &state)
+        changedRecords.insert(state.entry.collection)
         return model
     }
 
-    private func store<M: Model>(_ model: M, key: [UInt8], replacing old: M?, state: inout CollectionState) throws {
+    /// The record's bytes; notes a field the catalog learned.
+    private func encode<M: Model>(_ model: M, state: inout CollectionState) throws -> [UInt8] {
         let (bytes, _, catalogChanged) = try state.encodeRecord(model)
         if catalogChanged { changedCatalog.insert(state.entry.collection) }
         states[state.entry.collection] = state
+        return bytes
+    }
+
+    /// Moves the record's index entries from `old` (nil: a new record) to `model`.
+    private func maintainIndexes<M: Model>(of model: M, key: [UInt8], bytes: [UInt8], replacing old: M?, state: CollectionState) throws {
         let recordsTree = state.entry.recordsTree
         try maintainUndeclaredIndexes(of: M.self, key: key, old: { old == nil ? nil : try transaction.get(key, in: recordsTree) }, new: bytes, state: state)
         for index in M.schema.indexes {
@@ -209,8 +224,6 @@ final class StrataWriter: CollectionReading, StorageWriter {
             }
             try addIndexEntry(index, of: model, primaryKey: key, state: state)
         }
-        try transaction.put(bytes, forKey: key, in: state.entry.recordsTree)
-        changedRecords.insert(state.entry.collection)
     }
 
     @discardableResult
