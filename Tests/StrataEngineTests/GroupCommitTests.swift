@@ -88,10 +88,16 @@ struct GroupCommitTests {
         /// committers are then let go; the image is what a reopen must make sense of.
         func imageAfterPowerLoss(dropping dropped: Set<Int>) -> [UInt8] {
             var index = 0
-            fs.powerLoss { change in
+            return imageAfterPowerLoss { _ in
                 defer { index += 1 }
                 return dropped.contains(index) ? .dropped : .kept
             }
+        }
+
+        /// The file as a power loss now would leave it, `fate` deciding each unsynced
+        /// change; then the committers are let go.
+        func imageAfterPowerLoss(_ fate: (SimulatedFileSystem.Pending) -> SimulatedFileSystem.Fate) -> [UInt8] {
+            fs.powerLoss(fate)
             let image = fs.contents(of: "/g.strata")
             _ = releaseAndJoin()
             return image
@@ -241,6 +247,40 @@ struct GroupCommitTests {
         }
         image[Int(logFrames[1]) + FrameHeader.size] ^= 0xFF
         return (image, logFrames[1])
+    }
+
+    @Test("a power loss during a group, whatever it keeps, drops or tears, opens strictly with every acknowledged commit")
+    func randomPowerLossDuringAGroup() throws {
+        var groups = 0
+        for seed in UInt64(1) ... 60 {
+            var rng = SeededGenerator(seed: seed)
+            let held = try HeldSync()
+            let alone = Int.random(in: 0 ... 3, using: &rng)
+            for n in 0 ..< alone { try Self.commit(n, to: held.db) }
+            let waiting = Int.random(in: 1 ... 4, using: &rng)
+            held.startHeldCommit(100)
+            for n in 101 ... 100 + waiting { held.commitInBackground(n) }
+            held.awaitWaiters(waiting)
+            groups += 1
+            // Commit 100 and the ones written during its sync are all unsynced: any of their
+            // writes may be kept, lost, torn or garbled (SimulatedFileSystem.powerLoss).
+            let image = held.imageAfterPowerLoss { change in
+                switch change {
+                case .truncate: return Bool.random(using: &rng) ? .kept : .dropped
+                case .write(_, let bytes):
+                    switch Int.random(in: 0 ..< 4, using: &rng) {
+                    case 0: return .kept
+                    case 1: return .dropped
+                    case 2: return .torn(keeping: Int.random(in: 0 ... bytes.count, using: &rng))
+                    default: return .garbled((0 ..< bytes.count).map { _ in UInt8.random(in: 0 ... 255, using: &rng) })
+                    }
+                }
+            }
+            let survived = try Self.committed(in: Self.reopen(image))
+            #expect(survived.isSuperset(of: 0 ..< alone), "seed \(seed): acknowledged commits lost: \(Set(0 ..< alone).subtracting(survived).sorted())")
+            #expect(survived.isSubset(of: Set(0 ..< alone).union(100 ... 100 + waiting)), "seed \(seed): \(survived.sorted())")
+        }
+        reportFigure("group power loss: \(groups) groups of 2 to 5 unsynced commits, each write kept, dropped, torn or garbled at random; every file opened strictly with its acknowledged commits")
     }
 
     @Test("damage before a commit written after it was durable is still refused, past the frames of a group")
