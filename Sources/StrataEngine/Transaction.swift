@@ -338,20 +338,7 @@ public final class WriteTransaction: TreeReading {
     ///   - tree: The tree's name.
     /// - Throws: As the array form.
     public func put(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer, in tree: String) throws {
-        try checkOpen()
-        try validate(key: key)
-        guard value.count <= Database.maxValueSize else { throw StrataError.valueTooLarge(size: value.count, limit: Database.maxValueSize) }
-        guard value.count > store.limits.maxInlineValue, values != nil else {
-            try changes.put(tree: tree, key: key, value: .inline(value))
-            log.put(tree: tree, key: key, value: value)
-            return
-        }
-        guard changes.trees[tree] != nil else { throw StrataError.treeNotFound(tree) }
-        let address = values!.append(value)
-        let copy = Array(value)
-        store.values.insert(copy, at: address.offset, cost: PageStore.cost(ofValue: copy), pinned: true)
-        try changes.put(tree: tree, key: key, value: .overflow(address, length: UInt32(value.count)))
-        log.put(tree: tree, key: key, storedAt: address, length: UInt32(value.count))
+        _ = try write(value, forKey: key, in: tree, replacing: true)
     }
 
     /// Stores `value` under `key` unless `tree` already has the key, in one descent of the
@@ -373,22 +360,35 @@ public final class WriteTransaction: TreeReading {
     /// - Throws: As `put(_:forKey:in:)`.
     public func insert(_ value: [UInt8], forKey key: [UInt8], in tree: String) throws -> Bool {
         try key.withUnsafeBytes { key in
-            try value.withUnsafeBytes { value in
-                try checkOpen()
-                try validate(key: key)
-                guard value.count <= Database.maxValueSize else { throw StrataError.valueTooLarge(size: value.count, limit: Database.maxValueSize) }
-                guard value.count > store.limits.maxInlineValue, values != nil else {
-                    guard try changes.put(tree: tree, key: key, value: .inline(value), replacing: false) else { return false }
-                    log.put(tree: tree, key: key, value: value)
-                    return true
-                }
-                // A large value is laid out in a value frame as it is put: look first, so a
-                // present key costs no frame.
-                if try withValue(key, in: tree, { _ in true }) == true { return false }
-                try put(value, forKey: key, in: tree)
-                return true
-            }
+            try value.withUnsafeBytes { try write($0, forKey: key, in: tree, replacing: false) }
         }
+    }
+
+    /// The one path by which `put` and `insert` write a value: small values go in their
+    /// leaf, larger ones in a value frame with the leaf pointing at it.
+    ///
+    /// - Returns: False only when `replacing` is false and the key was there (nothing is
+    ///   written or logged then); a replacing write always returns true.
+    private func write(_ value: UnsafeRawBufferPointer, forKey key: UnsafeRawBufferPointer, in tree: String, replacing: Bool) throws -> Bool {
+        try checkOpen()
+        try validate(key: key)
+        guard value.count <= Database.maxValueSize else { throw StrataError.valueTooLarge(size: value.count, limit: Database.maxValueSize) }
+        guard value.count > store.limits.maxInlineValue, values != nil else {
+            let isNew = try changes.put(tree: tree, key: key, value: .inline(value), replacing: replacing)
+            guard isNew || replacing else { return false }
+            log.put(tree: tree, key: key, value: value)
+            return true
+        }
+        guard changes.trees[tree] != nil else { throw StrataError.treeNotFound(tree) }
+        // A large value is laid out in a value frame before the tree learns of it: look
+        // first, so a refused insert costs no frame.
+        if !replacing, try withValue(key, in: tree, { _ in true }) == true { return false }
+        let address = values!.append(value)
+        let copy = Array(value)
+        store.values.insert(copy, at: address.offset, cost: PageStore.cost(ofValue: copy), pinned: true)
+        try changes.put(tree: tree, key: key, value: .overflow(address, length: UInt32(value.count)))
+        log.put(tree: tree, key: key, storedAt: address, length: UInt32(value.count))
+        return true
     }
 
     /// Removes `key` from `tree`; returns whether it was there.
