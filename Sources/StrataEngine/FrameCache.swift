@@ -14,7 +14,7 @@ final class FrameCache<Cached: Sendable>: Sendable {
     }
 
     private struct State {
-        var entries: [UInt64: Entry] = [:]
+        var entries = OffsetTable<Entry>()
         var totalCost = 0
         var clock: UInt64 = 0
         var hits: UInt64 = 0
@@ -31,13 +31,13 @@ final class FrameCache<Cached: Sendable>: Sendable {
         state.withLock { s in
             s.clock &+= 1
             // One hash lookup: the entry is found once and touched in place.
-            guard let index = s.entries.index(forKey: offset) else {
+            guard let slot = s.entries.slot(of: offset) else {
                 s.misses += 1
                 return nil
             }
-            s.entries.values[index].lastUse = s.clock
+            s.entries[slot: slot].lastUse = s.clock
             s.hits += 1
-            return s.entries.values[index].cached
+            return s.entries[slot: slot].cached
         }
     }
 
@@ -46,7 +46,7 @@ final class FrameCache<Cached: Sendable>: Sendable {
     func insert(_ cached: Cached, at offset: UInt64, cost: Int, pinned: Bool = false) {
         state.withLock { s in
             s.clock &+= 1
-            if let old = s.entries.updateValue(Entry(cached: cached, cost: cost, lastUse: s.clock, pinned: pinned), forKey: offset) {
+            if let old = s.entries.updateValue(Entry(cached: cached, cost: cost, lastUse: s.clock, pinned: pinned), forOffset: offset) {
                 s.totalCost -= old.cost
             }
             s.totalCost += cost
@@ -58,7 +58,7 @@ final class FrameCache<Cached: Sendable>: Sendable {
     /// took the cache over its budget).
     func unpin(_ offsets: [UInt64]) {
         state.withLock { s in
-            for offset in offsets { s.entries[offset]?.pinned = false }
+            for offset in offsets { if let slot = s.entries.slot(of: offset) { s.entries[slot: slot].pinned = false } }
             if s.totalCost > budget { Self.evict(&s, target: budget * 3 / 4) }
         }
     }
@@ -67,16 +67,16 @@ final class FrameCache<Cached: Sendable>: Sendable {
     func remove(_ offsets: [UInt64]) {
         state.withLock { s in
             for offset in offsets {
-                if let old = s.entries.removeValue(forKey: offset) { s.totalCost -= old.cost }
+                if let old = s.entries.removeValue(forOffset: offset) { s.totalCost -= old.cost }
             }
         }
     }
 
     private static func evict(_ s: inout State, target: Int) {
-        let byAge = s.entries.filter { !$0.value.pinned }.sorted { $0.value.lastUse < $1.value.lastUse }
+        let byAge = s.entries.elements.filter { !$0.value.pinned }.sorted { $0.value.lastUse < $1.value.lastUse }
         for (offset, entry) in byAge {
             if s.totalCost <= target { break }
-            s.entries[offset] = nil
+            s.entries.removeValue(forOffset: offset)
             s.totalCost -= entry.cost
         }
     }

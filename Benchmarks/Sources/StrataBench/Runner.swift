@@ -118,6 +118,15 @@ final class Runner {
                     try variant.run(data.lookups, progress)
                 }
             }
+            if wants("get.reopened") {
+                // What an app sees after launch: the file closed and opened again, so every
+                // page is read, checked and decoded (or mapped) on first use, then looked
+                // up through the engine's page cache rather than held by the writer.
+                try engine.reopen()
+                try measure(label, "get.reopened", name, count: data.lookups.count, unit: "lookups/s", expect: expectedGet) {
+                    try engine.get(data.lookups, progress: progress)
+                }
+            }
             try measure(label, "scan.filter", name, count: inserted.count, unit: "records/s", expect: expectedFilter) {
                 try engine.scanFilter(ages: W1Data.ageRange)
             }

@@ -14,7 +14,7 @@ struct StrataBench: ParsableCommand {
             Progress goes to stderr, the table to stdout. Every engine's reads are checked against \
             the data set (counts and a digest of every field read); a mismatch stops the run.
             Ops: W1 insert.batch, write.amplification, insert.single-tx, get, get.fetchOne (GRDB), \
-            get.threads2 and get.threads4 (key-value engines), scan.filter, scan.index, \
+            get.threads2 and get.threads4 (key-value engines), get.reopened (get after closing and opening the file), scan.filter, scan.index, \
             update, commit.durable, commit.durable.threads2 and commit.durable.threads4 (key-value engines: the same one-record \
             durable transactions from 2 and 4 threads at once), reopen, open.after-crash (ms to open a file whose loading process was \
             killed halfway; the acknowledged records verified), compact.beside-writer (strata: compaction while a thread commits, with compact.writer-pause, compact.worst-commit and compact.commits-beside), memory.peak, size (as the workload left the file; strata compacts in the background), size.compacted; W2 insert.batch, get, scan.filter, \

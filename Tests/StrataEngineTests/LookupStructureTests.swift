@@ -1,0 +1,58 @@
+import Testing
+@testable import StrataEngine
+
+/// The pieces every tree lookup goes through: the frame cache's offset table and the key
+/// comparison, each checked against the plain definition it replaces.
+@Suite("Lookup structures")
+struct LookupStructureTests {
+    @Test("the offset table holds what a dictionary holds through random inserts, replacements and removals",
+          arguments: [1, 2, 3] as [UInt64])
+    func offsetTableMatchesDictionary(seed: UInt64) {
+        var rng = SeededGenerator(seed: seed)
+        var table = OffsetTable<Int>()
+        var model: [UInt64: Int] = [:]
+        // Few distinct offsets, many operations: long probe runs, removals in the middle of
+        // runs, and growth from 16 slots, all happen.
+        let offsets = (0 ..< 600).map { _ in UInt64.random(in: 0 ... 1 << 40, using: &rng) & ~0xFFF }
+        for step in 0 ..< 20_000 {
+            let offset = offsets[Int.random(in: 0 ..< (step < 5_000 ? 150 : offsets.count), using: &rng)]
+            if Bool.random(using: &rng) || Int.random(in: 0 ..< 4, using: &rng) == 0 {
+                #expect(table.updateValue(step, forOffset: offset) == model.updateValue(step, forKey: offset))
+            } else {
+                #expect(table.removeValue(forOffset: offset) == model.removeValue(forKey: offset))
+            }
+            #expect(table.count == model.count)
+        }
+        for offset in offsets { #expect(table[offset] == model[offset]) }
+        #expect(Dictionary(uniqueKeysWithValues: table.elements.map { ($0.offset, $0.value) }) == model)
+    }
+
+    @Test("a value changed through its slot is what a later lookup finds")
+    func offsetTableSlotUpdate() throws {
+        var table = OffsetTable<String>()
+        table.updateValue("a", forOffset: 4096)
+        let slot = try #require(table.slot(of: 4096))
+        table[slot: slot] = "b"
+        #expect(table[4096] == "b")
+        #expect(table.slot(of: 8192) == nil)
+    }
+
+    @Test("key comparison orders byte strings as memcmp does, shorter prefixes first, at every length")
+    func compareBytesIsLexicographic() {
+        var rng = SeededGenerator(seed: 7)
+        for _ in 0 ..< 20_000 {
+            let length = Int.random(in: 0 ... 48, using: &rng)
+            let a = (0 ..< length).map { _ in UInt8.random(in: 0 ... 3, using: &rng) * 85 }
+            var b = a
+            // Change, cut or extend b somewhere, so equal prefixes of every length occur.
+            switch Int.random(in: 0 ..< 4, using: &rng) {
+            case 0 where !b.isEmpty: b[Int.random(in: 0 ..< b.count, using: &rng)] = UInt8.random(in: 0 ... 255, using: &rng)
+            case 1 where !b.isEmpty: b.removeLast(Int.random(in: 1 ... b.count, using: &rng))
+            case 2: b.append(contentsOf: (0 ..< Int.random(in: 1 ... 20, using: &rng)).map { _ in UInt8.random(in: 0 ... 255, using: &rng) })
+            default: break
+            }
+            let expected = a.lexicographicallyPrecedes(b) ? -1 : (a == b ? 0 : 1)
+            #expect(compareBytes(a, b).signum() == expected, "\(a) vs \(b)")
+        }
+    }
+}
