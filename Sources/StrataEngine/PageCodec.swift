@@ -55,6 +55,7 @@ enum PageCodec {
 
     static func decodeLeaf(_ payload: [UInt8], address: FrameAddress, limits: NodeLimits, context: CorruptionContext) throws -> LeafNode {
         var starts: [UInt32] = []
+        var heads: [UInt64] = []
         try payload.withUnsafeBytes { raw in
             var r = ByteReader(raw, context: context, position: 1)
             var previous: UnsafeRawBufferPointer?
@@ -66,6 +67,7 @@ enum PageCodec {
                     throw context.error("keys out of order at entry \(starts.count - 1)")
                 }
                 previous = key
+                heads.append(LeafNode.head(of: key))
                 switch try r.u8("value tag") {
                 case LeafTag.inline:
                     _ = try r.bytes(try r.length("value length", limit: limits.maxInlineValue), "value")
@@ -81,7 +83,7 @@ enum PageCodec {
                 }
             }
         }
-        return LeafNode(owner: 0, storage: payload, starts: starts, pageBytes: payload.count)
+        return LeafNode(owner: 0, storage: payload, starts: starts, heads: heads, pageBytes: payload.count)
     }
 
     static func decodeBranch(_ payload: [UInt8], address: FrameAddress, limits: NodeLimits, context: CorruptionContext) throws -> BranchNode {

@@ -55,4 +55,39 @@ struct LookupStructureTests {
             #expect(compareBytes(a, b).signum() == expected, "\(a) vs \(b)")
         }
     }
+
+    @Test("a leaf finds each key by its head and its bytes: short keys, zero bytes, and keys sharing their first eight bytes",
+          arguments: [1, 2] as [UInt64])
+    func leafSearchWithSharedHeads(seed: UInt64) {
+        var rng = SeededGenerator(seed: seed)
+        let limits = NodeLimits(pageSize: 1 << 15)
+        // Keys drawn from few bytes, 1 to 12 long: many share heads, many end in zeros
+        // that a padded head cannot tell from a shorter key.
+        func randomKey() -> [UInt8] {
+            (0 ..< Int.random(in: 1 ... 12, using: &rng)).map { _ in [0, 0, 1, 255][Int.random(in: 0 ..< 4, using: &rng)] }
+        }
+        let leaf = LeafNode(owner: 1)
+        var model: [[UInt8]] = []
+        for _ in 0 ..< 400 {
+            let key = randomKey()
+            key.withUnsafeBytes { raw in
+                let (index, found) = leaf.search(raw)
+                let expected = model.firstIndex { !$0.lexicographicallyPrecedes(key) } ?? model.count
+                #expect(index == expected && found == (expected < model.count && model[expected] == key), "\(key)")
+                if !found {
+                    leaf.insert(at: index, key: raw, value: .inline(UnsafeRawBufferPointer(start: nil, count: 0)), limits: limits)
+                    model.insert(key, at: index)
+                } else if Bool.random(using: &rng) {
+                    leaf.removeEntry(at: index, limits: limits)
+                    model.remove(at: index)
+                }
+            }
+        }
+        let right = leaf.splitOff(from: leaf.count / 2, owner: 1, limits: limits)
+        leaf.append(contentsOf: right)
+        #expect((0 ..< leaf.count).map { leaf.key(at: $0) } == model)
+        for (i, key) in model.enumerated() {
+            #expect(key.withUnsafeBytes { leaf.search($0) } == (i, true))
+        }
+    }
 }
