@@ -34,6 +34,18 @@ package func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPoint
     return a.count - b.count
 }
 
+/// A key's first eight bytes as a big-endian number, zero-padded: its head. Heads order as
+/// their keys do wherever they differ (a padded zero sorts as a shorter key does); keys
+/// with equal heads are told apart by their bytes. Nodes keep their keys' heads in one
+/// array, so a search reads a key's bytes only where heads tie.
+@inline(__always)
+func keyHead(_ key: UnsafeRawBufferPointer) -> UInt64 {
+    if key.count >= 8 { return UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)) }
+    var head: UInt64 = 0
+    for i in 0 ..< key.count { head |= UInt64(key[i]) << (56 - 8 * i) }
+    return head
+}
+
 @inlinable
 func compareBytes(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Int {
     a.withUnsafeBytes { compareBytes($0, b) }

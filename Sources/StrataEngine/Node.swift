@@ -58,7 +58,7 @@ final class LeafNode: @unchecked Sendable {
     @exclusivity(unchecked) var owner: UInt64
     @exclusivity(unchecked) var storage: [UInt8]
     @exclusivity(unchecked) var starts: [UInt32]
-    /// Each entry's key head (`head(of:)`), beside `starts`: a search compares these,
+    /// Each entry's key head (`keyHead`), beside `starts`: a search compares these,
     /// contiguous in one array, and reads a key from `storage` only when heads tie. A lookup
     /// in a large tree misses the CPU cache at nearly every probe of a leaf's entries; the
     /// heads of a 4 KiB leaf span a few cache lines.
@@ -87,16 +87,6 @@ final class LeafNode: @unchecked Sendable {
         LeafNode(owner: owner, storage: storage, starts: starts, heads: heads, pageBytes: pageBytes)
     }
 
-    /// A key's first eight bytes as a big-endian number, zero-padded: heads order as their
-    /// keys do wherever they differ (a padded zero sorts as a shorter key does), and keys
-    /// with equal heads are told apart by their bytes.
-    @inline(__always)
-    static func head(of key: UnsafeRawBufferPointer) -> UInt64 {
-        if key.count >= 8 { return UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)) }
-        var head: UInt64 = 0
-        for i in 0 ..< key.count { head |= UInt64(key[i]) << (56 - 8 * i) }
-        return head
-    }
 
     var count: Int { starts.count }
 
@@ -147,7 +137,7 @@ final class LeafNode: @unchecked Sendable {
 
     /// Binary search: the index of `key`, or of the first larger key, and whether it matched.
     func search(_ key: UnsafeRawBufferPointer) -> (index: Int, found: Bool) {
-        let target = Self.head(of: key)
+        let target = keyHead(key)
         return heads.withUnsafeBufferPointer { heads in
             var low = 0, high = heads.count
             while low < high {
@@ -258,7 +248,7 @@ final class LeafNode: @unchecked Sendable {
             Self.write(key: key, value: value, into: UnsafeMutableRawBufferPointer(rebasing: raw[position ..< position + sizes.memory]))
         }
         starts.insert(UInt32(position), at: index)
-        heads.insert(Self.head(of: key), at: index)
+        heads.insert(keyHead(key), at: index)
         shiftStarts(after: index, by: sizes.memory)
         pageBytes += sizes.page
     }
@@ -336,7 +326,10 @@ final class LeafNode: @unchecked Sendable {
 /// `keys[i-1] <= k < keys[i]`.
 final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
     @exclusivity(unchecked) var owner: UInt64
-    @exclusivity(unchecked) var keys: [[UInt8]]
+    /// The separators. Their heads are kept beside them (recomputed when they change, which
+    /// happens only when a child splits or merges), as a leaf keeps its keys' heads.
+    @exclusivity(unchecked) var keys: [[UInt8]] { didSet { heads = Self.heads(of: keys) } }
+    @exclusivity(unchecked) private(set) var heads: [UInt64]
     @exclusivity(unchecked) var children: [NodeRef]
     /// The encoded size of this branch as a page.
     @exclusivity(unchecked) var pageBytes: Int
@@ -344,20 +337,26 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
     init(owner: UInt64, keys: [[UInt8]], children: [NodeRef]) {
         self.owner = owner
         self.keys = keys
+        self.heads = Self.heads(of: keys)
         self.children = children
         self.pageBytes = 0
         recomputePageBytes()
     }
 
     func copy(owner: UInt64) -> BranchNode {
-        BranchNode(owner: owner, keys: keys, children: children, pageBytes: pageBytes)
+        BranchNode(owner: owner, keys: keys, heads: heads, children: children, pageBytes: pageBytes)
     }
 
-    private init(owner: UInt64, keys: [[UInt8]], children: [NodeRef], pageBytes: Int) {
+    private init(owner: UInt64, keys: [[UInt8]], heads: [UInt64], children: [NodeRef], pageBytes: Int) {
         self.owner = owner
         self.keys = keys
+        self.heads = heads
         self.children = children
         self.pageBytes = pageBytes
+    }
+
+    private static func heads(of keys: [[UInt8]]) -> [UInt64] {
+        keys.map { $0.withUnsafeBytes(keyHead) }
     }
 
     static let childReferenceSize = 12
@@ -371,12 +370,17 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
 
     /// The child whose range holds `key`: the number of separators `<= key`.
     func childIndex(for key: UnsafeRawBufferPointer) -> Int {
-        var low = 0, high = keys.count
-        while low < high {
-            let mid = (low + high) / 2
-            if compareBytes(keys[mid], key) <= 0 { low = mid + 1 } else { high = mid }
+        let target = keyHead(key)
+        return heads.withUnsafeBufferPointer { heads in
+            var low = 0, high = heads.count
+            while low < high {
+                let mid = (low + high) / 2
+                let head = heads[mid]
+                let atOrBelow = head != target ? head < target : compareBytes(keys[mid], key) <= 0
+                if atOrBelow { low = mid + 1 } else { high = mid }
+            }
+            return low
         }
-        return low
     }
 
     /// Inserts `child` at `index` with `separator` as its lower bound.

@@ -67,7 +67,7 @@ enum PageCodec {
                     throw context.error("keys out of order at entry \(starts.count - 1)")
                 }
                 previous = key
-                heads.append(LeafNode.head(of: key))
+                heads.append(keyHead(key))
                 switch try r.u8("value tag") {
                 case LeafTag.inline:
                     _ = try r.bytes(try r.length("value length", limit: limits.maxInlineValue), "value")

@@ -90,4 +90,33 @@ struct LookupStructureTests {
             #expect(key.withUnsafeBytes { leaf.search($0) } == (i, true))
         }
     }
+
+    @Test("a branch picks the child whose range holds a key, by heads and bytes, after its separators change")
+    func branchChildIndexWithSharedHeads() {
+        var rng = SeededGenerator(seed: 3)
+        func randomKey() -> [UInt8] {
+            (0 ..< Int.random(in: 1 ... 12, using: &rng)).map { _ in [0, 0, 1, 255][Int.random(in: 0 ..< 4, using: &rng)] }
+        }
+        func expectChildIndexes(_ branch: BranchNode) {
+            for _ in 0 ..< 300 {
+                let probe = randomKey()
+                let expected = branch.keys.filter { !probe.lexicographicallyPrecedes($0) }.count
+                #expect(probe.withUnsafeBytes { branch.childIndex(for: $0) } == expected, "\(probe) in \(branch.keys)")
+            }
+            for (i, key) in branch.keys.enumerated() {
+                #expect(key.withUnsafeBytes { branch.childIndex(for: $0) } == i + 1)
+            }
+        }
+        let separators = Array(Set((0 ..< 120).map { _ in randomKey() })).sorted { $0.lexicographicallyPrecedes($1) }
+        let branch = BranchNode(owner: 1, keys: separators, children: (0 ... separators.count).map { .stored(FrameAddress(offset: UInt64($0), length: 1)) })
+        expectChildIndexes(branch)
+        // What a split, a merge and a refill do to separators: remove, insert, replace.
+        branch.removeChild(at: 5)
+        branch.insert(separator: branch.keys[3] + [0, 0], child: .stored(FrameAddress(offset: 999, length: 1)), at: 5)
+        branch.keys[10] = branch.keys[10] + [0]
+        expectChildIndexes(branch)
+        let (_, right) = branch.splitOff(owner: 2)
+        expectChildIndexes(branch)
+        expectChildIndexes(right)
+    }
 }
