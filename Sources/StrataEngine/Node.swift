@@ -137,20 +137,7 @@ final class LeafNode: @unchecked Sendable {
 
     /// Binary search: the index of `key`, or of the first larger key, and whether it matched.
     func search(_ key: UnsafeRawBufferPointer) -> (index: Int, found: Bool) {
-        let target = keyHead(key)
-        return heads.withUnsafeBufferPointer { heads in
-            var low = 0, high = heads.count
-            while low < high {
-                let mid = (low + high) / 2
-                let head = heads[mid]
-                if head < target { low = mid + 1; continue }
-                if head > target { high = mid; continue }
-                let c = compareKey(at: mid, with: key)
-                if c == 0 { return (mid, true) }
-                if c < 0 { low = mid + 1 } else { high = mid }
-            }
-            return (low, false)
-        }
+        searchHeads(heads, for: key) { compareKey(at: $0, with: key) }
     }
 
     /// The first entry at or after `key` among entries `low ..< high`, whose keys before
@@ -370,17 +357,8 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
 
     /// The child whose range holds `key`: the number of separators `<= key`.
     func childIndex(for key: UnsafeRawBufferPointer) -> Int {
-        let target = keyHead(key)
-        return heads.withUnsafeBufferPointer { heads in
-            var low = 0, high = heads.count
-            while low < high {
-                let mid = (low + high) / 2
-                let head = heads[mid]
-                let atOrBelow = head != target ? head < target : compareBytes(keys[mid], key) <= 0
-                if atOrBelow { low = mid + 1 } else { high = mid }
-            }
-            return low
-        }
+        let (index, found) = searchHeads(heads, for: key) { compareBytes(keys[$0], key) }
+        return found ? index + 1 : index
     }
 
     /// Inserts `child` at `index` with `separator` as its lower bound.
@@ -406,5 +384,24 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
         children.removeSubrange(middle...)
         recomputePageBytes()
         return (separator, right)
+    }
+}
+
+/// The binary search both node kinds run over their keys' heads (`keyHead`): the index of
+/// `key` or of the first larger key, and whether it matched. `compareKey(i)` compares key
+/// `i` with `key` (memcmp order) and is called only where heads tie.
+@inline(__always)
+func searchHeads(_ heads: [UInt64], for key: UnsafeRawBufferPointer, compareKey: (Int) -> Int) -> (index: Int, found: Bool) {
+    let target = keyHead(key)
+    return heads.withUnsafeBufferPointer { heads in
+        var low = 0, high = heads.count
+        while low < high {
+            let mid = (low + high) / 2
+            let head = heads[mid]
+            let c = head != target ? (head < target ? -1 : 1) : compareKey(mid)
+            if c == 0 { return (mid, true) }
+            if c < 0 { low = mid + 1 } else { high = mid }
+        }
+        return (low, false)
     }
 }
