@@ -143,17 +143,18 @@ struct TreeMutator {
 enum TreeReader {
     /// Calls `body` with the value slot of `key`, or returns nil when it is absent.
     static func withValue<R>(store: PageStore, root: NodeRef?, key: UnsafeRawBufferPointer, _ body: (ValueSlot) throws -> R) throws -> R? {
-        guard var ref = root else { return nil }
-        while true {
-            switch try store.resolve(ref) {
-            case .branch(let branch):
-                ref = branch.children[branch.childIndex(for: key)]
-            case .leaf(let leaf):
-                let (index, found) = leaf.search(key)
-                guard found else { return nil }
-                return try leaf.withEntry(index) { _, value in try body(value) }
-            }
+        guard let root else { return nil }
+        var node = try store.resolve(root)
+        while case .branch(let branch) = node {
+            // The child reference is borrowed from the branch's array, not copied: a copy
+            // of a `NodeRef` is a retain and a release, a dozen per lookup.
+            let index = branch.childIndex(for: key)
+            node = try branch.children.withUnsafeBufferPointer { try store.resolve($0[index]) }
         }
+        guard case .leaf(let leaf) = node else { return nil }
+        let (index, found) = leaf.search(key)
+        guard found else { return nil }
+        return try leaf.withEntry(index) { _, value in try body(value) }
     }
 
     static func get(store: PageStore, root: NodeRef?, key: UnsafeRawBufferPointer) throws -> [UInt8]? {
