@@ -87,15 +87,14 @@ final class LeafNode: @unchecked Sendable {
         LeafNode(owner: owner, storage: storage, starts: starts, heads: heads, pageBytes: pageBytes)
     }
 
-
     var count: Int { starts.count }
 
     func entryEnd(_ i: Int) -> Int { i + 1 < starts.count ? Int(starts[i + 1]) : storage.count }
 
-    /// Decodes the entry starting at `start` in `raw`: key range and value slot. The
-    /// entry was validated when the page was decoded or built.
+    /// The key of the entry starting at `start` in `raw`, decoding nothing after it: what a
+    /// search compares, so a probe touches only the key's bytes.
     @inline(__always)
-    static func entry(in raw: UnsafeRawBufferPointer, at start: Int) -> (key: UnsafeRawBufferPointer, value: ValueSlot, end: Int) {
+    static func key(in raw: UnsafeRawBufferPointer, at start: Int) -> UnsafeRawBufferPointer {
         var p = start
         var keyLength = 0, shift = 0
         while true {
@@ -104,8 +103,15 @@ final class LeafNode: @unchecked Sendable {
             if b < 0x80 { break }
             shift += 7
         }
-        let key = UnsafeRawBufferPointer(rebasing: raw[p ..< p + keyLength])
-        p += keyLength
+        return UnsafeRawBufferPointer(rebasing: raw[p ..< p + keyLength])
+    }
+
+    /// Decodes the entry starting at `start` in `raw`: key range and value slot. The
+    /// entry was validated when the page was decoded or built.
+    @inline(__always)
+    static func entry(in raw: UnsafeRawBufferPointer, at start: Int) -> (key: UnsafeRawBufferPointer, value: ValueSlot, end: Int) {
+        let key = Self.key(in: raw, at: start)
+        var p = raw.baseAddress!.distance(to: key.baseAddress!) + key.count
         let tag = raw[p]; p += 1
         if tag == LeafTag.overflow {
             let offset = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: p, as: UInt64.self))
@@ -113,8 +119,7 @@ final class LeafNode: @unchecked Sendable {
             let length = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: p + 12, as: UInt32.self))
             return (key, .overflow(FrameAddress(offset: offset, length: frameLength), length: length), p + LeafTag.overflowSize)
         }
-        var valueLength = 0
-        shift = 0
+        var valueLength = 0, shift = 0
         while true {
             let b = raw[p]; p += 1
             valueLength |= Int(b & 0x7F) << shift
@@ -137,28 +142,13 @@ final class LeafNode: @unchecked Sendable {
 
     /// Binary search: the index of `key`, or of the first larger key, and whether it matched.
     func search(_ key: UnsafeRawBufferPointer) -> (index: Int, found: Bool) {
-        searchHeads(heads, for: key) { compareKey(at: $0, with: key) }
-    }
-
-    /// The first entry at or after `key` among entries `low ..< high`, whose keys before
-    /// `low` sort below it and from `high` above it.
-    @inline(__always)
-    private static func binarySearch(_ key: UnsafeRawBufferPointer, in raw: UnsafeRawBufferPointer, starts: [UInt32],
-                                     low: Int, high: Int) -> (index: Int, found: Bool) {
-        var (low, high) = (low, high)
-        while low < high {
-            let mid = (low + high) / 2
-            let c = compareBytes(entry(in: raw, at: Int(starts[mid])).key, key)
-            if c == 0 { return (mid, true) }
-            if c < 0 { low = mid + 1 } else { high = mid }
-        }
-        return (low, false)
+        searchHeads(heads, in: 0 ..< heads.count, for: key) { compareKey(at: $0, with: key) }
     }
 
     /// How the key of entry `i` compares with `key` (memcmp order: negative, zero, positive).
     @inline(__always)
     func compareKey(at i: Int, with key: UnsafeRawBufferPointer) -> Int {
-        storage.withUnsafeBytes { raw in compareBytes(Self.entry(in: raw, at: Int(starts[i])).key, key) }
+        storage.withUnsafeBytes { raw in compareBytes(Self.key(in: raw, at: Int(starts[i])), key) }
     }
 
     /// `search(key)` for a key that sorts after every entry before `start`: gallops from
@@ -166,20 +156,17 @@ final class LeafNode: @unchecked Sendable {
     /// stretch. A run of ascending lookups a few entries apart (records an index names,
     /// fetched in primary-key order) costs a few comparisons each, not a whole leaf's search.
     func search(_ key: UnsafeRawBufferPointer, from start: Int) -> (index: Int, found: Bool) {
-        storage.withUnsafeBytes { raw in
-            @inline(__always) func compare(_ i: Int) -> Int { compareBytes(Self.entry(in: raw, at: Int(starts[i])).key, key) }
-            var low = start, high = starts.count
-            var probe = start, step = 1
-            while probe < high {
-                let c = compare(probe)
-                if c == 0 { return (probe, true) }
-                if c > 0 { high = probe; break }
-                low = probe + 1
-                probe += step
-                step *= 2
-            }
-            return Self.binarySearch(key, in: raw, starts: starts, low: low, high: high)
+        var low = start, high = starts.count
+        var probe = start, step = 1
+        while probe < high {
+            let c = compareKey(at: probe, with: key)
+            if c == 0 { return (probe, true) }
+            if c > 0 { high = probe; break }
+            low = probe + 1
+            probe += step
+            step *= 2
         }
+        return searchHeads(heads, in: low ..< high, for: key) { compareKey(at: $0, with: key) }
     }
 
     /// The encoded entry size in memory and as a page.
@@ -357,7 +344,7 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
 
     /// The child whose range holds `key`: the number of separators `<= key`.
     func childIndex(for key: UnsafeRawBufferPointer) -> Int {
-        let (index, found) = searchHeads(heads, for: key) { compareBytes(keys[$0], key) }
+        let (index, found) = searchHeads(heads, in: 0 ..< heads.count, for: key) { compareBytes(keys[$0], key) }
         return found ? index + 1 : index
     }
 
@@ -387,14 +374,16 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
     }
 }
 
-/// The binary search both node kinds run over their keys' heads (`keyHead`): the index of
+/// The binary search both node kinds run over their keys' heads (`keyHead`): among the
+/// keys in `range` (those before it sort below `key`, those after above), the index of
 /// `key` or of the first larger key, and whether it matched. `compareKey(i)` compares key
 /// `i` with `key` (memcmp order) and is called only where heads tie.
 @inline(__always)
-func searchHeads(_ heads: [UInt64], for key: UnsafeRawBufferPointer, compareKey: (Int) -> Int) -> (index: Int, found: Bool) {
+func searchHeads(_ heads: [UInt64], in range: Range<Int>, for key: UnsafeRawBufferPointer,
+                 compareKey: (Int) -> Int) -> (index: Int, found: Bool) {
     let target = keyHead(key)
     return heads.withUnsafeBufferPointer { heads in
-        var low = 0, high = heads.count
+        var low = range.lowerBound, high = range.upperBound
         while low < high {
             let mid = (low + high) / 2
             let head = heads[mid]

@@ -4,9 +4,9 @@
 /// Open addressing with linear probing and Fibonacci hashing (multiply by 2⁶⁴/φ, keep the
 /// top bits), so a lookup is a multiply, a shift and usually one slot: the key and its value
 /// share the slot, so a hit costs one cache line where `Dictionary` touches its bitmap, its
-/// key array and its value array, and hashes the offset with SipHash (callgrind, W1 get: the
-/// dictionary's hashing and probing were about a fifth of the engine's instructions per
-/// lookup). Offsets are not chosen by an attacker, so a seeded hash buys nothing here.
+/// key array and its value array, and hashes the offset with SipHash (callgrind, W1 get
+/// after a reopen: the cache's lookups 66M → 29M instructions for 100,000 gets). Offsets are
+/// not chosen by an attacker, so a seeded hash buys nothing here.
 /// Deletion shifts later entries of a probe run back, so no tombstones build up.
 struct OffsetTable<Value> {
     private struct Slot {
