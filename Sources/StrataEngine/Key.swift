@@ -103,6 +103,16 @@ public struct Key: Hashable, Comparable, Sendable, CustomStringConvertible {
         withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
+    /// The one-element key `tag` + `bits` big-endian, as `appendTag` and `appendBigEndian`
+    /// write it, lent from the stack: what `withKeyBytes` is for fixed-width values.
+    static func withFixedWidth<R>(tag: UInt8, bits: UInt64, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        var encoded: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (tag, 0, 0, 0, 0, 0, 0, 0, 0)
+        return try withUnsafeMutableBytes(of: &encoded) { buffer in
+            buffer.storeBytes(of: bits.bigEndian, toByteOffset: 1, as: UInt64.self)
+            return try body(UnsafeRawBufferPointer(buffer))
+        }
+    }
+
     /// 0x00 becomes 0x00 0xFF and the string ends with 0x00, so a shorter string orders
     /// before any longer one it prefixes, and embedded zero bytes keep their order.
     mutating func appendEscaped<C: Collection>(_ data: C) where C.Element == UInt8 {
@@ -175,6 +185,28 @@ public protocol KeyComponent {
     /// Appends this value's key encoding, which orders as the values do.
     /// - Parameter key: The key to append to.
     func appendKey(to key: inout Key)
+
+    /// Lends the encoding of the one-element key made of this value to `body`.
+    ///
+    /// The default builds a `Key`. Numbers and dates override it to encode into a buffer on
+    /// the stack, so a point lookup by a numeric primary key allocates nothing.
+    ///
+    /// ```swift
+    /// let found = Int64(42).withKeyBytes { $0.count }   // 9: the tag and 8 bytes
+    /// ```
+    ///
+    /// - Parameter body: Reads the encoded key; the buffer is valid only during the call.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
+    func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
+}
+
+extension KeyComponent {
+    public func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        var key = Key()
+        appendKey(to: &key)
+        return try key.bytes.withUnsafeBytes(body)
+    }
 }
 
 extension KeyComponent where Self: RawRepresentable, RawValue: KeyComponent {
@@ -190,6 +222,10 @@ extension Int64: KeyComponent {
         key.appendTag(KeyTag.int)
         key.appendBigEndian(Key.orderedBits(self))
     }
+
+    public func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try Key.withFixedWidth(tag: KeyTag.int, bits: Key.orderedBits(self), body)
+    }
 }
 
 extension Key {
@@ -197,10 +233,22 @@ extension Key {
     package static func orderedBits(_ value: Int64) -> UInt64 { UInt64(bitPattern: value) ^ (1 << 63) }
 }
 
-extension Int: KeyComponent { public func appendKey(to key: inout Key) { Int64(self).appendKey(to: &key) } }
-extension Int32: KeyComponent { public func appendKey(to key: inout Key) { Int64(self).appendKey(to: &key) } }
-extension Int16: KeyComponent { public func appendKey(to key: inout Key) { Int64(self).appendKey(to: &key) } }
-extension Int8: KeyComponent { public func appendKey(to key: inout Key) { Int64(self).appendKey(to: &key) } }
+extension Int: KeyComponent {
+    public func appendKey(to key: inout Key) { Int64(self).appendKey(to: &key) }
+    public func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try Int64(self).withKeyBytes(body) }
+}
+extension Int32: KeyComponent {
+    public func appendKey(to key: inout Key) { Int64(self).appendKey(to: &key) }
+    public func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try Int64(self).withKeyBytes(body) }
+}
+extension Int16: KeyComponent {
+    public func appendKey(to key: inout Key) { Int64(self).appendKey(to: &key) }
+    public func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try Int64(self).withKeyBytes(body) }
+}
+extension Int8: KeyComponent {
+    public func appendKey(to key: inout Key) { Int64(self).appendKey(to: &key) }
+    public func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try Int64(self).withKeyBytes(body) }
+}
 
 extension UInt64: KeyComponent {
     /// Appends the value's key encoding (FORMAT.md, "Key encoding").
@@ -209,12 +257,28 @@ extension UInt64: KeyComponent {
         key.appendTag(KeyTag.uint)
         key.appendBigEndian(self)
     }
+
+    public func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try Key.withFixedWidth(tag: KeyTag.uint, bits: self, body)
+    }
 }
 
-extension UInt: KeyComponent { public func appendKey(to key: inout Key) { UInt64(self).appendKey(to: &key) } }
-extension UInt32: KeyComponent { public func appendKey(to key: inout Key) { UInt64(self).appendKey(to: &key) } }
-extension UInt16: KeyComponent { public func appendKey(to key: inout Key) { UInt64(self).appendKey(to: &key) } }
-extension UInt8: KeyComponent { public func appendKey(to key: inout Key) { UInt64(self).appendKey(to: &key) } }
+extension UInt: KeyComponent {
+    public func appendKey(to key: inout Key) { UInt64(self).appendKey(to: &key) }
+    public func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try UInt64(self).withKeyBytes(body) }
+}
+extension UInt32: KeyComponent {
+    public func appendKey(to key: inout Key) { UInt64(self).appendKey(to: &key) }
+    public func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try UInt64(self).withKeyBytes(body) }
+}
+extension UInt16: KeyComponent {
+    public func appendKey(to key: inout Key) { UInt64(self).appendKey(to: &key) }
+    public func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try UInt64(self).withKeyBytes(body) }
+}
+extension UInt8: KeyComponent {
+    public func appendKey(to key: inout Key) { UInt64(self).appendKey(to: &key) }
+    public func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try UInt64(self).withKeyBytes(body) }
+}
 
 extension Double: KeyComponent {
     /// Appends the value's key encoding (FORMAT.md, "Key encoding").
@@ -223,9 +287,16 @@ extension Double: KeyComponent {
         key.appendTag(KeyTag.double)
         key.appendBigEndian(Key.orderedBits(self))
     }
+
+    public func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try Key.withFixedWidth(tag: KeyTag.double, bits: Key.orderedBits(self), body)
+    }
 }
 
-extension Float: KeyComponent { public func appendKey(to key: inout Key) { Double(self).appendKey(to: &key) } }
+extension Float: KeyComponent {
+    public func appendKey(to key: inout Key) { Double(self).appendKey(to: &key) }
+    public func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try Double(self).withKeyBytes(body) }
+}
 
 extension Bool: KeyComponent {
     /// Appends the value's key encoding (FORMAT.md, "Key encoding").
@@ -269,6 +340,10 @@ extension Date: KeyComponent {
         key.appendTag(KeyTag.date)
         key.appendBigEndian(Key.orderedBits(timeIntervalSince1970))
     }
+
+    public func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try Key.withFixedWidth(tag: KeyTag.date, bits: Key.orderedBits(timeIntervalSince1970), body)
+    }
 }
 
 extension UUID: KeyComponent {
@@ -295,6 +370,9 @@ extension Key: KeyComponent {
     /// Appends all elements of another key (tuples nest by concatenation).
     /// - Parameter key: The key to append the encoding to.
     public func appendKey(to key: inout Key) { key.bytes.append(contentsOf: bytes) }
+
+    /// This key's own bytes, not a copy.
+    public func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try bytes.withUnsafeBytes(body) }
 }
 
 /// One decoded key element.

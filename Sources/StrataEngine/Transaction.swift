@@ -8,6 +8,22 @@ struct TreeState: @unchecked Sendable {
 public struct TreeHandle {
     let store: PageStore
     let state: TreeState
+
+    /// `TreeReading.withValue(forKey:in:_:)` on this handle's tree, without finding the tree
+    /// by name: for a caller that reads one tree of a snapshot many times.
+    ///
+    /// A handle from a `Snapshot` reads that snapshot as long as it lives; one from a
+    /// `WriteTransaction` is good only until the transaction's next write.
+    ///
+    /// - Parameters:
+    ///   - key: The key's one element.
+    ///   - body: Reads the value; the buffer is valid only during the call.
+    /// - Returns: What `body` returns, or nil when the key is absent.
+    /// - Throws: `StrataError.corruption`; what `body` throws.
+    public func withValue<R>(forKey key: some KeyComponent, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        guard let location = try key.withKeyBytes({ try TreeReader.locate(store: store, root: state.root, key: $0) }) else { return nil }
+        return try TreeReader.lend(location, from: store, to: body)
+    }
 }
 
 /// Reading operations shared by `Snapshot` and `WriteTransaction`.
@@ -56,7 +72,11 @@ extension TreeReading {
     /// - Returns: What `body` returns, or nil when the key is absent.
     /// - Throws: `StrataError.treeNotFound`; `.corruption`; what `body` throws.
     public func withValue<R>(_ key: [UInt8], in tree: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
-        try key.withUnsafeBytes { try withValue($0, in: tree, body) }
+        // The key's buffer serves only the (non-generic) search: a `withUnsafeBytes` whose
+        // result were `R?` would cost a metadata lookup per call in unspecialized callers.
+        let handle = try treeHandle(tree, forIteration: false)
+        guard let location = try key.withUnsafeBytes({ try TreeReader.locate(store: handle.store, root: handle.state.root, key: $0) }) else { return nil }
+        return try TreeReader.lend(location, from: handle.store, to: body)
     }
 
     /// `withValue(_:in:_:)` for a key the caller already holds in a buffer (no array needed).
@@ -69,12 +89,25 @@ extension TreeReading {
     /// - Throws: `StrataError.treeNotFound`; `.corruption`; what `body` throws.
     public func withValue<R>(_ key: UnsafeRawBufferPointer, in tree: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         let handle = try treeHandle(tree, forIteration: false)
-        return try TreeReader.withValue(store: handle.store, root: handle.state.root, key: key) { slot in
-            switch slot {
-            case .inline(let bytes): return try body(bytes)
-            case .overflow: return try handle.store.value(slot).withUnsafeBytes(body)
-            }
-        }
+        guard let location = try TreeReader.locate(store: handle.store, root: handle.state.root, key: key) else { return nil }
+        return try TreeReader.lend(location, from: handle.store, to: body)
+    }
+
+    /// `withValue(_:in:_:)` for the one-element key made of `key`, encoded where it costs
+    /// least (on the stack for numbers and dates; see `KeyComponent.withKeyBytes`).
+    ///
+    /// ```swift
+    /// let name = try snapshot.withValue(forKey: Int64(42), in: "users") { String(decoding: $0, as: UTF8.self) }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - key: The key's one element.
+    ///   - tree: The tree's name.
+    ///   - body: Reads the value; the buffer is valid only during the call.
+    /// - Returns: What `body` returns, or nil when the key is absent.
+    /// - Throws: `StrataError.treeNotFound`; `.corruption`; what `body` throws.
+    public func withValue<R>(forKey key: some KeyComponent, in tree: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        try treeHandle(tree, forIteration: false).withValue(forKey: key, body)
     }
 
     /// Whether `tree` holds `key`, without reading its value.

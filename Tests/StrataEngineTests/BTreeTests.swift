@@ -14,6 +14,27 @@ struct BTreeTests {
         try db.analyzeSpace().trees.first { $0.name == tree }!.depth
     }
 
+    @Test("a lookup by key element finds what was stored under that element's key, through a snapshot and through a tree handle")
+    func lookupByKeyElement() throws {
+        try withDatabase { db, _ in
+            try db.write { tx in
+                try tx.createTree("t")
+                for i in 0 ..< 2000 { try tx.put(Key(i).bytes, forKey: Key(i).bytes, in: "t") }
+                try tx.put([1], forKey: Key("name").bytes, in: "t")
+            }
+            let snapshot = try db.snapshot()
+            let handle = try snapshot.treeHandle("t", forIteration: false)
+            for i in [0, 1, 999, 1999] {
+                #expect(try snapshot.withValue(forKey: i, in: "t") { Array($0) } == Key(i).bytes)
+                #expect(try handle.withValue(forKey: Int64(i)) { Array($0) } == Key(i).bytes)
+            }
+            #expect(try snapshot.withValue(forKey: 2000, in: "t") { _ in true } == nil)
+            #expect(try handle.withValue(forKey: -1) { _ in true } == nil)
+            #expect(try snapshot.withValue(forKey: "name", in: "t") { Array($0) } == [1])
+            #expect(throws: StrataError.self) { try snapshot.withValue(forKey: 1, in: "missing") { _ in true } }
+        }
+    }
+
     @Test("inserting past one page splits leaves and grows branches, keeping order")
     func splits() throws {
         try withDatabase { db, _ in

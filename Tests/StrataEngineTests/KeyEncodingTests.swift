@@ -91,6 +91,28 @@ struct KeyEncodingTests {
         #expect(Key("abc", 5).bytes.starts(with: Key().appendingStringPrefix("ab")))
     }
 
+    @Test("a value lends the same bytes it appends, for every kind of key element")
+    func lentKeyBytesMatchAppendedOnes() {
+        func expectSame(_ value: some KeyComponent, sourceLocation: SourceLocation = #_sourceLocation) {
+            var appended = Key()
+            value.appendKey(to: &appended)
+            #expect(value.withKeyBytes { Array($0) } == appended.bytes, "\(value)", sourceLocation: sourceLocation)
+        }
+        for value in Self.interestingInts {
+            expectSame(value)
+            expectSame(Int(value))
+            expectSame(UInt64(bitPattern: value))
+            expectSame(Double(value))
+            expectSame(Date(timeIntervalSince1970: Double(value) / 1e9))
+        }
+        for value in [Double.nan, -.infinity, -0.0, 0.0, .leastNonzeroMagnitude, .infinity] { expectSame(value) }
+        expectSame(Int32.min); expectSame(Int16(-3)); expectSame(Int8.max)
+        expectSame(UInt.max); expectSame(UInt32(7)); expectSame(UInt16.max); expectSame(UInt8(0))
+        expectSame(Float(-1.5)); expectSame(true); expectSame("a\u{0}b"); expectSame(Substring("sub"))
+        expectSame(Data([0, 1, 0])); expectSame([UInt8]([9, 0])); expectSame(UUID())
+        expectSame(Int64?.none); expectSame(Int64?.some(5)); expectSame(Key("users", Int64(42)))
+    }
+
     @Test("keys decode back to their elements")
     func decoding() throws {
         let uuid = UUID()

@@ -39,6 +39,11 @@ final class TypedDatabase {
 /// `Indexed` the same collection declaring it: `FastUser`/`FastUserByAge` (what
 /// `@StoredModel` generates) for strata-typed, `User`/`UserByAge` (plain `Codable`) for
 /// strata-typed-codable.
+///
+/// The hot methods are specialized for the strata-typed models (`@_specialize`), as an app's
+/// own code is for its concrete types: unspecialized, this harness spent about 10% of a typed
+/// get on its own generic overhead (an `Optional<Row>` metadata lookup, value witnesses to
+/// copy and destroy each record), which no app pays.
 final class TypedW1<Row: W1Row, Indexed: W1Row>: W1Engine {
     let database: TypedDatabase
     /// After `createAgeIndex` writes go through `Indexed`, whose schema keeps the index.
@@ -50,18 +55,21 @@ final class TypedW1<Row: W1Row, Indexed: W1Row>: W1Engine {
         (self.age, self.indexedAge) = (age, indexedAge)
     }
 
+    @_specialize(exported: false, where Row == FastUser, Indexed == FastUserByAge)
     func insert(_ users: [User], transactionSize: Int, progress: Progress) throws {
         try database.inTransactions(count: users.count, transactionSize: transactionSize, progress: progress) { writer, i in
             if indexed { _ = try writer.create(Indexed(users[i])) } else { _ = try writer.create(Row(users[i])) }
         }
     }
 
+    @_specialize(exported: false, where Row == FastUser, Indexed == FastUserByAge)
     func get(_ ids: [Int64], progress: Progress) throws -> Checksum {
         try database.storage.read { reader in
             try lookUp(ids, progress: progress) { try reader.read(Row.self, primaryKey: $0)?.digest }
         }
     }
 
+    @_specialize(exported: false, where Row == FastUser, Indexed == FastUserByAge)
     func scanFilter(ages: ClosedRange<Int>) throws -> Checksum {
         let query = Row.filter(.between(age, ages))
         return try database.storage.read { reader in
@@ -80,6 +88,7 @@ final class TypedW1<Row: W1Row, Indexed: W1Row>: W1Engine {
         indexed = true
     }
 
+    @_specialize(exported: false, where Row == FastUser, Indexed == FastUserByAge)
     func queryAgeIndex(ages: ClosedRange<Int>) throws -> Checksum {
         try database.storage.read { reader in
             var sum = Checksum()
@@ -88,6 +97,7 @@ final class TypedW1<Row: W1Row, Indexed: W1Row>: W1Engine {
         }
     }
 
+    @_specialize(exported: false, where Row == FastUser, Indexed == FastUserByAge)
     func update(_ updates: [(id: Int64, score: Double)], transactionSize: Int, progress: Progress) throws {
         try database.inTransactions(count: updates.count, transactionSize: transactionSize, progress: progress) { writer, i in
             guard var user = try writer.read(Indexed.self, primaryKey: updates[i].id) else { throw BenchError("id \(updates[i].id) not found") }
@@ -96,6 +106,7 @@ final class TypedW1<Row: W1Row, Indexed: W1Row>: W1Engine {
         }
     }
 
+    @_specialize(exported: false, where Row == FastUser, Indexed == FastUserByAge)
     func scanAll() throws -> Checksum {
         try database.storage.read { reader in
             var sum = Checksum()
@@ -115,18 +126,21 @@ final class TypedW2<Row: W2Row>: W2Engine {
 
     init(directory: String) throws { database = try TypedDatabase(directory: directory) }
 
+    @_specialize(exported: false, where Row == FastDocument)
     func insert(_ documents: [Document], transactionSize: Int, progress: Progress) throws {
         try database.inTransactions(count: documents.count, transactionSize: transactionSize, progress: progress) { writer, i in
             _ = try writer.create(Row(documents[i]))
         }
     }
 
+    @_specialize(exported: false, where Row == FastDocument)
     func get(_ ids: [Int64], progress: Progress) throws -> Checksum {
         try database.storage.read { reader in
             try lookUp(ids, progress: progress) { try reader.read(Row.self, primaryKey: $0)?.digest }
         }
     }
 
+    @_specialize(exported: false, where Row == FastDocument)
     func scanFilter(tag: String) throws -> Checksum {
         try database.storage.read { reader in
             var sum = Checksum()

@@ -9,37 +9,43 @@ final class AccessCache: Sendable {
     /// One model's access, boxed so the table holds one type and readers borrow it in place.
     final class Entry<M: Model>: @unchecked Sendable {
         let access: CollectionAccess<M>
-        private let engine: any TreeReading
-        private let recordsTree: String
+        /// The records tree as this snapshot has it, found by name once.
+        private let records: TreeHandle
         private let decode: (UnsafeRawBufferPointer) throws -> M
 
-        init(_ access: CollectionAccess<M>) {
+        /// - Throws: `StrataError.treeNotFound` when the catalog names a records tree the
+        ///   snapshot lacks.
+        init(_ access: CollectionAccess<M>) throws {
             self.access = access
-            (engine, recordsTree, decode) = (access.engine, access.recordsTree, access.decoding.reusingDecoder())
+            records = try access.engine.treeHandle(access.recordsTree, forIteration: false)
+            decode = access.decoding.reusingDecoder()
         }
 
-        /// The record under `key`. Read through this object's own fields: a generic class's
-        /// method finds `M` in the instance, where calling `CollectionAccess<M>.get` from this
-        /// unspecialized code had the runtime look up the struct's metadata on every call
-        /// (and copying the access cost more than the tree lookup).
-        func get(_ key: [UInt8]) throws -> M? { try engine.withValue(key, in: recordsTree, decode) }
+        /// The record whose primary key is `primaryKey`. Read through this object's own
+        /// fields: a generic class's method finds `M` in the instance, where calling
+        /// `CollectionAccess<M>.get` from this unspecialized code had the runtime look up the
+        /// struct's metadata on every call (and copying the access cost more than the tree
+        /// lookup).
+        func get(primaryKey: some KeyComponent) throws -> M? { try records.withValue(forKey: primaryKey, decode) }
     }
 
-    /// Marks a model whose collection this snapshot does not have.
-    private final class Absent: Sendable {}
-    private static let absent = Absent()
-
-    private let entries = Mutex<[ObjectIdentifier: AnyObject]>([:])
+    /// The entries by model type (nil: the snapshot lacks the collection), searched in
+    /// order: a transaction reads a handful of models, and comparing a few identities costs
+    /// less than hashing one (a `Dictionary` here was 5% of a typed get).
+    private let entries = Mutex<[(type: ObjectIdentifier, entry: AnyObject?)]>([])
 
     /// `M`'s entry, made from `make` on first use; nil when the collection does not exist.
     func entry<M: Model>(_ type: M.Type, make: () throws -> CollectionAccess<M>?) rethrows -> Entry<M>? {
         let id = ObjectIdentifier(type)
-        if let known = entries.withLock({ $0[id] }) {
+        if let known = entries.withLock({ entries in entries.first { $0.type == id } }) {
             // Keyed by M's identity, so a present entry is an Entry<M>: no dynamic cast needed.
-            return known === Self.absent ? nil : unsafeDowncast(known, to: Entry<M>.self)
+            // (Not `Optional.map`: unspecialized, it had the runtime find `Entry<M>`'s
+            // metadata on every call.)
+            guard let entry = known.entry else { return nil }
+            return unsafeDowncast(entry, to: Entry<M>.self)
         }
-        let entry = try make().map(Entry.init)
-        entries.withLock { $0[id] = entry ?? Self.absent }
+        let entry = try make().map { try Entry($0) }
+        entries.withLock { $0.append((id, entry)) }
         return entry
     }
 }

@@ -314,6 +314,11 @@ struct CollectionAccess<M: Model> {
         try engine.withValue(key, in: recordsTree) { try decode($0) }
     }
 
+    /// The record whose primary key is `primaryKey`, decoded.
+    func get(primaryKey: some KeyComponent) throws -> M? {
+        try engine.withValue(forKey: primaryKey, in: recordsTree) { try decode($0) }
+    }
+
     /// Indexes declared by the model that exist in the file as this transaction sees it.
     var builtIndexes: [IndexDefinition<M>] {
         M.schema.indexes.filter { index in
@@ -470,19 +475,11 @@ extension Query {
 /// only in how they find a collection.
 protocol CollectionReading: StorageReader {
     func access<M: Model>(_ type: M.Type) throws -> CollectionAccess<M>?
-    /// The record stored under `key`, decoded.
-    func get<M: Model>(_ type: M.Type, key: [UInt8]) throws -> M?
 }
 
 extension CollectionReading {
-    func get<M: Model>(_ type: M.Type, key: [UInt8]) throws -> M? {
-        try access(type)?.get(key)
-    }
-
     func read<M: Model>(_ type: M.Type, primaryKey: some KeyComponent) throws -> M? {
-        var key = Key(reservingCapacity: 16)
-        key.append(primaryKey)
-        return try get(type, key: key.bytes)
+        try access(type)?.get(primaryKey: primaryKey)
     }
 
     func read<M: Model>(_ query: Query<M>) throws -> [M] {
@@ -523,11 +520,11 @@ struct StrataReader: CollectionReading {
         return try accesses.entry(type) { try makeAccess(type) }?.access
     }
 
-    func get<M: Model>(_ type: M.Type, key: [UInt8]) throws -> M? {
-        guard let accesses else { return try makeAccess(type)?.get(key) }
+    func read<M: Model>(_ type: M.Type, primaryKey: some KeyComponent) throws -> M? {
+        guard let accesses else { return try makeAccess(type)?.get(primaryKey: primaryKey) }
         // Through the cached entry, not a returned copy of the access: copying it (and its
         // optional) in this unspecialized code cost more than the tree lookup.
-        return try accesses.entry(type) { try makeAccess(type) }?.get(key)
+        return try accesses.entry(type) { try makeAccess(type) }?.get(primaryKey: primaryKey)
     }
 
     private func makeAccess<M: Model>(_ type: M.Type) throws -> CollectionAccess<M>? {
