@@ -230,6 +230,7 @@ extension Int64: KeyComponent {
 
 extension Key {
     /// An Int64's 8 key bytes (before big-endian): the sign bit flipped, so negatives order first.
+    @inlinable
     package static func orderedBits(_ value: Int64) -> UInt64 { UInt64(bitPattern: value) ^ (1 << 63) }
 }
 
