@@ -20,14 +20,7 @@ struct ByteWriter {
         withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
-    @inlinable mutating func varint(_ v: UInt64) {
-        var v = v
-        while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        bytes.append(UInt8(v))
-    }
+    @inlinable mutating func varint(_ v: UInt64) { forEachVarintByte(of: v) { bytes.append($0) } }
 
     @inlinable mutating func varint(_ v: Int) { varint(UInt64(v)) }
 
@@ -40,6 +33,43 @@ struct ByteWriter {
         varint(data.count)
         bytes.append(contentsOf: data)
     }
+}
+
+/// Writes into a buffer already sized for what it gets (a node entry being laid out in
+/// place), as `ByteWriter` appends to a growing one.
+@usableFromInline
+struct InPlaceWriter {
+    @usableFromInline let out: UnsafeMutableRawBufferPointer
+    @usableFromInline var position = 0
+
+    @inlinable init(_ out: UnsafeMutableRawBufferPointer) { self.out = out }
+
+    @inlinable mutating func u8(_ v: UInt8) {
+        out[position] = v
+        position += 1
+    }
+
+    @inlinable mutating func varint(_ v: Int) { forEachVarintByte(of: UInt64(v)) { u8($0) } }
+
+    @inlinable mutating func raw(_ bytes: UnsafeRawBufferPointer) {
+        if bytes.count > 0 { (out.baseAddress! + position).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+        position += bytes.count
+    }
+
+    @inlinable mutating func littleEndian<T: FixedWidthInteger>(_ v: T) {
+        withUnsafeBytes(of: v.littleEndian) { raw($0) }
+    }
+}
+
+/// The LEB128 bytes of `v`, low seven bits first: the one varint encoding both writers use.
+@inlinable @inline(__always)
+func forEachVarintByte(of v: UInt64, _ emit: (UInt8) -> Void) {
+    var v = v
+    while v >= 0x80 {
+        emit(UInt8(truncatingIfNeeded: v) | 0x80)
+        v >>= 7
+    }
+    emit(UInt8(v))
 }
 
 /// The number of bytes `varint(v)` writes.

@@ -154,20 +154,21 @@ final class SQLWriter: SQLCollectionReading, StorageWriter {
     private func write<M: Model>(_ model: M, mustBeNew: Bool) throws -> M {
         try checkNotAborted()
         var state = try prepare(M.self)
+        let schema = M.schema   // read once, as StrataWriter does
         var model = model
-        if state.assignID(&model) { changedCatalog.insert(state.entry.collection) }
-        let key = M.schema.primaryKey(of: model).bytes
+        if state.assignID(&model, schema: schema) { changedCatalog.insert(state.entry.collection) }
+        let key = schema.primaryKey(of: model).bytes
         let exists = try SQLCollection<M>(connection: connection, dialect: dialect, state: state).contains(key)
         if mustBeNew, exists {
             throw StorageError.duplicateKey(collection: state.entry.collection, key: Key(bytes: key).description)
         }
-        let (bytes, learned, catalogChanged) = try state.encodeRecord(model)
+        let (bytes, learned, catalogChanged) = try state.encodeRecord(model, schema: schema)
         if catalogChanged { changedCatalog.insert(state.entry.collection) }
         for field in learned where field.type.isScalar && SQLNames.hasReadableColumn(field.name, dialect: dialect) {
             try connection.execute("ALTER TABLE \(table(state)) ADD COLUMN \(SQLNames.quoted(field.name)) \(dialect.columnType(field.type))", [])
         }
         states[state.entry.collection] = state
-        var indexKeys: [(CatalogEntry.Index, [UInt8])] = M.schema.indexes.map {
+        var indexKeys: [(CatalogEntry.Index, [UInt8])] = schema.indexes.map {
             (CatalogEntry.Index(name: $0.name, fields: $0.storedFieldNames, unique: $0.isUnique), $0.key(of: model).bytes)
         }
         let record = try RecordValue.decode(bytes, fields: state.fields, collection: state.entry.collection)

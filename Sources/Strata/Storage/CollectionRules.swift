@@ -175,19 +175,20 @@ extension CollectionState {
     /// written under a declared original name is refused. Returns the record, the fields
     /// whose types were learned, and whether the catalog entry changed.
     /// - Throws: `StorageError.schemaMismatch`; the encoder's errors.
-    package mutating func encodeRecord<M: Model>(_ model: M) throws -> (bytes: [UInt8], learned: [(name: String, type: StoredType)], catalogChanged: Bool) {
+    /// - Parameter schema: `M.schema`, which the caller reads once per write: in the
+    ///   unspecialized writers each read looks up `Schema<M>`'s metadata and copies it.
+    package mutating func encodeRecord<M: Model>(_ model: M, schema: Schema<M>) throws -> (bytes: [UInt8], learned: [(name: String, type: StoredType)], catalogChanged: Bool) {
         let fieldCount = fields.names.count
         let bytes = try RecordEncoder.encode(model, fields: &fields, collection: entry.collection)
         let learned = try checkStoredTypes(bytes, of: M.self)
-        try checkNoOriginalNames(in: bytes, of: M.self)
+        try checkNoOriginalNames(in: bytes, of: M.self, renames: schema.description.renames)
         return (bytes, learned, fields.names.count != fieldCount || !learned.isEmpty)
     }
 
     /// A model that still writes a field under a name it declares as another field's
     /// original name would have had that field's values moved away: refused. Only a plain
     /// `Codable` model can get here; `@StoredModel` declarations are checked whole.
-    package func checkNoOriginalNames<M: Model>(in bytes: [UInt8], of model: M.Type) throws {
-        let renames = M.schema.description.renames
+    package func checkNoOriginalNames<M: Model>(in bytes: [UInt8], of model: M.Type, renames: [(from: String, to: String)]) throws {
         guard !renames.isEmpty else { return }
         let originalIDs = renames.compactMap { fields.id(of: $0.from) }
         guard !originalIDs.isEmpty else { return }
@@ -202,8 +203,8 @@ extension CollectionState {
 
     /// Assigns an auto-increment id when the model's is 0, and keeps the counter above every
     /// id stored. Returns whether the counter moved.
-    package mutating func assignID<M: Model>(_ model: inout M) -> Bool {
-        guard let auto = M.schema.autoIncrement else { return false }
+    package mutating func assignID<M: Model>(_ model: inout M, schema: Schema<M>) -> Bool {
+        guard let auto = schema.autoIncrement else { return false }
         let next = entry.nextID ?? 1
         let id = auto.get(model)
         if id == 0 {

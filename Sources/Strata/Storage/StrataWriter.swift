@@ -184,20 +184,23 @@ final class StrataWriter: CollectionReading, StorageWriter {
     private func write<M: Model>(_ model: M, mustBeNew: Bool) throws -> M {
         try checkNotAborted()
         var state = try prepare(M.self)
+        // Read once: in this unspecialized code each `M.schema` looks up `Schema<M>`'s
+        // metadata and copies it (five reads were ~1,000 instructions of a typed insert).
+        let schema = M.schema
         var model = model
-        if state.assignID(&model) { changedCatalog.insert(state.entry.collection) }
-        let key = M.schema.primaryKey(of: model).bytes
+        if state.assignID(&model, schema: schema) { changedCatalog.insert(state.entry.collection) }
+        let key = schema.primaryKey(of: model).bytes
         if mustBeNew {
             // One descent: the record goes in unless the key is taken, and then nothing changed.
-            let bytes = try encode(model, state: &state)
+            let bytes = try encode(model, schema: schema, state: &state)
             guard try transaction.insert(bytes, forKey: key, in: state.entry.recordsTree) else {
                 throw StorageError.duplicateKey(collection: state.entry.collection, key: Key(bytes: key).description)
             }
-            try maintainIndexes(of: model, key: key, bytes: bytes, replacing: nil, state: state)
+            try maintainIndexes(schema.indexes, of: model, key: key, bytes: bytes, replacing: nil, state: state)
         } else {
             let old = try CollectionAccess<M>(engine: transaction, state: state).get(key)
-            let bytes = try encode(model, state: &state)
-            try maintainIndexes(of: model, key: key, bytes: bytes, replacing: old, state: state)
+            let bytes = try encode(model, schema: schema, state: &state)
+            try maintainIndexes(schema.indexes, of: model, key: key, bytes: bytes, replacing: old, state: state)
             try transaction.put(bytes, forKey: key, in: state.entry.recordsTree)
         }
         changedRecords.insert(state.entry.collection)
@@ -205,18 +208,19 @@ final class StrataWriter: CollectionReading, StorageWriter {
     }
 
     /// The record's bytes; notes a field the catalog learned.
-    private func encode<M: Model>(_ model: M, state: inout CollectionState) throws -> [UInt8] {
-        let (bytes, _, catalogChanged) = try state.encodeRecord(model)
+    private func encode<M: Model>(_ model: M, schema: Schema<M>, state: inout CollectionState) throws -> [UInt8] {
+        let (bytes, _, catalogChanged) = try state.encodeRecord(model, schema: schema)
         if catalogChanged { changedCatalog.insert(state.entry.collection) }
         states[state.entry.collection] = state
         return bytes
     }
 
-    /// Moves the record's index entries from `old` (nil: a new record) to `model`.
-    private func maintainIndexes<M: Model>(of model: M, key: [UInt8], bytes: [UInt8], replacing old: M?, state: CollectionState) throws {
+    /// Moves the record's index entries (`indexes`: `M.schema.indexes`) from `old` (nil: a
+    /// new record) to `model`.
+    private func maintainIndexes<M: Model>(_ indexes: [IndexDefinition<M>], of model: M, key: [UInt8], bytes: [UInt8], replacing old: M?, state: CollectionState) throws {
         let recordsTree = state.entry.recordsTree
         try maintainUndeclaredIndexes(of: M.self, key: key, old: { old == nil ? nil : try transaction.get(key, in: recordsTree) }, new: bytes, state: state)
-        for index in M.schema.indexes {
+        for index in indexes {
             let newKey = indexKey(index, of: model, primaryKey: key)
             if let old {
                 if indexKey(index, of: old, primaryKey: key) == newKey { continue }
