@@ -23,12 +23,41 @@ public enum RecordEncoder {
     ///   - collection: The collection's name, for errors.
     /// - Returns: The record's bytes (FORMAT.md §15).
     public static func encode<T: Encodable>(_ value: T, fields: inout FieldTable, collection: String) throws -> [UInt8] {
-        if let fast = value as? any RecordCodable { return try encode(fast, fields: &fields, collection: collection) }
+        if let fast = fastEncoder(of: T.self) { return try fast.encode(value, &fields, collection) }
         let context = EncodingContext(fields: fields, collection: collection)
         let root = Segment()
         try context.encode(value, into: root, parent: nil, key: nil)
         fields = context.fields
         return root.bytes
+    }
+
+    /// `T`'s own encoding when it is `RecordCodable`, found once per type: casting each
+    /// value to `any RecordCodable` boxed it (a model is larger than an existential's
+    /// inline buffer) and asked the runtime for the conformance, ~360 instructions per insert.
+    private static func fastEncoder<T: Encodable>(of type: T.Type) -> FastEncoder<T>? {
+        guard let found = fastEncoders.object(for: type, make: { FastEncoder<T>.make() }) else { return nil }
+        return unsafeDowncast(found, to: FastEncoder<T>.self)
+    }
+
+    private static let fastEncoders = TypeKeyedTable()
+
+    /// A `RecordCodable` type's `encode`, reached through a function of `T`.
+    private final class FastEncoder<T>: Sendable {
+        let encode: @Sendable (T, inout FieldTable, String) throws -> [UInt8]
+
+        private init(_ encode: @escaping @Sendable (T, inout FieldTable, String) throws -> [UInt8]) { self.encode = encode }
+
+        /// Nil when `T` is not `RecordCodable` (it encodes through `Encodable`).
+        static func make() -> FastEncoder<T>? {
+            guard let fast = T.self as? any RecordCodable.Type else { return nil }
+            func encoder<R: RecordCodable>(_: R.Type) -> FastEncoder<T> {
+                // R is T (the cast above found it): reinterpreting the value is a plain copy.
+                FastEncoder { value, fields, collection in
+                    try RecordEncoder.encode(unsafeBitCast(value, to: R.self), fields: &fields, collection: collection)
+                }
+            }
+            return encoder(fast)
+        }
     }
 
     /// `encode` for a `RecordCodable` value: its own field writes, no Codable containers.

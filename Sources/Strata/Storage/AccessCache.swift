@@ -1,4 +1,3 @@
-import Synchronization
 import StrataEngine
 
 /// The collections one read transaction has opened, by model type. A snapshot never
@@ -29,23 +28,13 @@ final class AccessCache: Sendable {
         func get(primaryKey: some KeyComponent) throws -> M? { try records.withValue(forKey: primaryKey, decode) }
     }
 
-    /// The entries by model type (nil: the snapshot lacks the collection), searched in
-    /// order: a transaction reads a handful of models, and comparing a few identities costs
-    /// less than hashing one (a `Dictionary` here was 5% of a typed get).
-    private let entries = Mutex<[(type: ObjectIdentifier, entry: AnyObject?)]>([])
+    /// The entries by model type (nil: the snapshot lacks the collection).
+    private let entries = TypeKeyedTable()
 
     /// `M`'s entry, made from `make` on first use; nil when the collection does not exist.
     func entry<M: Model>(_ type: M.Type, make: () throws -> CollectionAccess<M>?) rethrows -> Entry<M>? {
-        let id = ObjectIdentifier(type)
-        if let known = entries.withLock({ entries in entries.first { $0.type == id } }) {
-            // Keyed by M's identity, so a present entry is an Entry<M>: no dynamic cast needed.
-            // (Not `Optional.map`: unspecialized, it had the runtime find `Entry<M>`'s
-            // metadata on every call.)
-            guard let entry = known.entry else { return nil }
-            return unsafeDowncast(entry, to: Entry<M>.self)
-        }
-        let entry = try make().map { try Entry($0) }
-        entries.withLock { $0.append((id, entry)) }
-        return entry
+        guard let entry = try entries.object(for: type, make: { try make().map { try Entry($0) } }) else { return nil }
+        // Keyed by M's identity, so the object is an Entry<M>: no dynamic cast needed.
+        return unsafeDowncast(entry, to: Entry<M>.self)
     }
 }
