@@ -12,8 +12,10 @@ final class TypeKeyedTable: Sendable {
     /// The object kept for `type`, made by `make` the first time `type` is asked for.
     func object(for type: Any.Type, make: () throws -> (any AnyObject & Sendable)?) rethrows -> (any AnyObject & Sendable)? {
         let id = ObjectIdentifier(type)
-        // Not `first(where:)?.object` and no `Optional.map` on the way out: in the
-        // unspecialized callers each generic step looked up metadata per call.
+        // Unwrapped with `if let`, not through `Optional.map` or a chain that wraps the result
+        // again: in the unspecialized callers each generic step looked up metadata per call.
+        // (The search is linear: fine for the handful of types a transaction or a process
+        // encodes; a table of hundreds would want a hash.)
         if let known = entries.withLock({ entries in entries.first { $0.type == id } }) { return known.object }
         let object = try make()
         entries.withLock { $0.append((id, object)) }
