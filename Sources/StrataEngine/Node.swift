@@ -58,11 +58,11 @@ final class LeafNode: @unchecked Sendable {
     @exclusivity(unchecked) var owner: UInt64
     @exclusivity(unchecked) var storage: [UInt8]
     @exclusivity(unchecked) var starts: [UInt32]
-    /// Each entry's key head (`keyHead`), beside `starts`: a search compares these,
-    /// contiguous in one array, and reads a key from `storage` only when heads tie. A lookup
-    /// in a large tree misses the CPU cache at nearly every probe of a leaf's entries; the
-    /// heads of a 4 KiB leaf span a few cache lines.
-    @exclusivity(unchecked) var heads: [UInt64]
+    /// Each entry's key head after the prefix the keys share (`KeyHeads`), beside `starts`:
+    /// a search compares these, contiguous in one array, and reads a key from `storage` only
+    /// when heads tie. A lookup in a large tree misses the CPU cache at nearly every probe of
+    /// a leaf's entries; the heads of a 4 KiB leaf span a few cache lines.
+    @exclusivity(unchecked) var heads: KeyHeads
     /// The encoded size this leaf will have as a page (large inline values counted as
     /// overflow references).
     @exclusivity(unchecked) var pageBytes: Int
@@ -71,11 +71,11 @@ final class LeafNode: @unchecked Sendable {
         self.owner = owner
         self.storage = [LeafTag.pageKind]
         self.starts = []
-        self.heads = []
+        self.heads = KeyHeads()
         self.pageBytes = 1
     }
 
-    init(owner: UInt64, storage: [UInt8], starts: [UInt32], heads: [UInt64], pageBytes: Int) {
+    init(owner: UInt64, storage: [UInt8], starts: [UInt32], heads: KeyHeads, pageBytes: Int) {
         self.owner = owner
         self.storage = storage
         self.starts = starts
@@ -142,7 +142,24 @@ final class LeafNode: @unchecked Sendable {
 
     /// Binary search: the index of `key`, or of the first larger key, and whether it matched.
     func search(_ key: UnsafeRawBufferPointer) -> (index: Int, found: Bool) {
-        searchHeads(heads, in: 0 ..< heads.count, for: key) { compareKey(at: $0, with: key) }
+        heads.search(in: 0 ..< heads.count, for: key) { compareKey(at: $0, with: key) }
+    }
+
+    /// The heads of the keys `storage` holds, after the prefix they share: when an inserted
+    /// key lacks the prefix the heads were taken after, or two leaves with different
+    /// prefixes merge.
+    func rebuildHeads() {
+        heads = storage.withUnsafeBytes { raw in KeyHeads(count: starts.count) { Self.key(in: raw, at: Int(starts[$0])) } }
+    }
+
+    /// Rebuilds the heads when the keys now share a longer prefix than they skip (after a
+    /// split, say).
+    private func tightenHeads() {
+        guard count > 0 else { return }
+        let longer = storage.withUnsafeBytes { raw in
+            heads.wouldLengthen(first: Self.key(in: raw, at: Int(starts[0])), last: Self.key(in: raw, at: Int(starts[count - 1])))
+        }
+        if longer { rebuildHeads() }
     }
 
     /// How the key of entry `i` compares with `key` (memcmp order: negative, zero, positive).
@@ -166,7 +183,7 @@ final class LeafNode: @unchecked Sendable {
             probe += step
             step *= 2
         }
-        return searchHeads(heads, in: low ..< high, for: key) { compareKey(at: $0, with: key) }
+        return heads.search(in: low ..< high, for: key) { compareKey(at: $0, with: key) }
     }
 
     /// The encoded entry size in memory and as a page.
@@ -216,8 +233,8 @@ final class LeafNode: @unchecked Sendable {
             Self.write(key: key, value: value, into: UnsafeMutableRawBufferPointer(rebasing: raw[position ..< position + sizes.memory]))
         }
         starts.insert(UInt32(position), at: index)
-        heads.insert(keyHead(key), at: index)
         shiftStarts(after: index, by: sizes.memory)
+        if !heads.insert(key, at: index) { rebuildHeads() }
         pageBytes += sizes.page
     }
 
@@ -252,10 +269,12 @@ final class LeafNode: @unchecked Sendable {
         let cut = Int(starts[index])
         right.storage.append(contentsOf: storage[cut...])
         right.starts = starts[index...].map { $0 - UInt32(cut) + 1 }
-        right.heads = Array(heads[index...])
+        right.heads = heads.splitOff(at: index)
         storage.removeSubrange(cut...)
         starts.removeSubrange(index...)
-        heads.removeSubrange(index...)
+        // A half's keys may share a longer prefix than the whole's did.
+        tightenHeads()
+        right.tightenHeads()
         recomputePageBytes(limits: limits)
         right.recomputePageBytes(limits: limits)
         return right
@@ -266,7 +285,7 @@ final class LeafNode: @unchecked Sendable {
         let base = UInt32(storage.count) - 1
         storage.append(contentsOf: other.storage[1...])
         starts.append(contentsOf: other.starts.map { $0 + base })
-        heads.append(contentsOf: other.heads)
+        if !heads.append(other.heads) { rebuildHeads() }
         pageBytes += other.pageBytes - 1
     }
 
@@ -296,8 +315,8 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
     @exclusivity(unchecked) var owner: UInt64
     /// The separators. Their heads are kept beside them (recomputed when they change, which
     /// happens only when a child splits or merges), as a leaf keeps its keys' heads.
-    @exclusivity(unchecked) var keys: [[UInt8]] { didSet { heads = Self.heads(of: keys) } }
-    @exclusivity(unchecked) private(set) var heads: [UInt64]
+    @exclusivity(unchecked) var keys: [[UInt8]] { didSet { heads = KeyHeads(keys) } }
+    @exclusivity(unchecked) private(set) var heads: KeyHeads
     @exclusivity(unchecked) var children: [NodeRef]
     /// The encoded size of this branch as a page.
     @exclusivity(unchecked) var pageBytes: Int
@@ -305,7 +324,7 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
     init(owner: UInt64, keys: [[UInt8]], children: [NodeRef]) {
         self.owner = owner
         self.keys = keys
-        self.heads = Self.heads(of: keys)
+        self.heads = KeyHeads(keys)
         self.children = children
         self.pageBytes = 0
         recomputePageBytes()
@@ -315,16 +334,12 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
         BranchNode(owner: owner, keys: keys, heads: heads, children: children, pageBytes: pageBytes)
     }
 
-    private init(owner: UInt64, keys: [[UInt8]], heads: [UInt64], children: [NodeRef], pageBytes: Int) {
+    private init(owner: UInt64, keys: [[UInt8]], heads: KeyHeads, children: [NodeRef], pageBytes: Int) {
         self.owner = owner
         self.keys = keys
         self.heads = heads
         self.children = children
         self.pageBytes = pageBytes
-    }
-
-    private static func heads(of keys: [[UInt8]]) -> [UInt64] {
-        keys.map { $0.withUnsafeBytes(keyHead) }
     }
 
     static let childReferenceSize = 12
@@ -338,7 +353,7 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
 
     /// The child whose range holds `key`: the number of separators `<= key`.
     func childIndex(for key: UnsafeRawBufferPointer) -> Int {
-        let (index, found) = searchHeads(heads, in: 0 ..< heads.count, for: key) { compareBytes(keys[$0], key) }
+        let (index, found) = heads.search(in: 0 ..< heads.count, for: key) { compareBytes(keys[$0], key) }
         return found ? index + 1 : index
     }
 
@@ -365,26 +380,5 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
         children.removeSubrange(middle...)
         recomputePageBytes()
         return (separator, right)
-    }
-}
-
-/// The binary search both node kinds run over their keys' heads (`keyHead`): among the
-/// keys in `range` (those before it sort below `key`, those after above), the index of
-/// `key` or of the first larger key, and whether it matched. `compareKey(i)` compares key
-/// `i` with `key` (memcmp order) and is called only where heads tie.
-@inline(__always)
-func searchHeads(_ heads: [UInt64], in range: Range<Int>, for key: UnsafeRawBufferPointer,
-                 compareKey: (Int) -> Int) -> (index: Int, found: Bool) {
-    let target = keyHead(key)
-    return heads.withUnsafeBufferPointer { heads in
-        var low = range.lowerBound, high = range.upperBound
-        while low < high {
-            let mid = (low + high) / 2
-            let head = heads[mid]
-            let c = head != target ? (head < target ? -1 : 1) : compareKey(mid)
-            if c == 0 { return (mid, true) }
-            if c < 0 { low = mid + 1 } else { high = mid }
-        }
-        return (low, false)
     }
 }

@@ -55,8 +55,7 @@ enum PageCodec {
 
     static func decodeLeaf(_ payload: [UInt8], address: FrameAddress, limits: NodeLimits, context: CorruptionContext) throws -> LeafNode {
         var starts: [UInt32] = []
-        var heads: [UInt64] = []
-        try payload.withUnsafeBytes { raw in
+        let heads = try payload.withUnsafeBytes { raw in
             var r = ByteReader(raw, context: context, position: 1)
             var previous: UnsafeRawBufferPointer?
             while !r.isAtEnd {
@@ -67,7 +66,6 @@ enum PageCodec {
                     throw context.error("keys out of order at entry \(starts.count - 1)")
                 }
                 previous = key
-                heads.append(keyHead(key))
                 switch try r.u8("value tag") {
                 case LeafTag.inline:
                     _ = try r.bytes(try r.length("value length", limit: limits.maxInlineValue), "value")
@@ -82,6 +80,8 @@ enum PageCodec {
                     throw context.error("unknown value tag \(tag)")
                 }
             }
+            // The keys were checked above: in order, each within the payload.
+            return KeyHeads(count: starts.count) { LeafNode.key(in: raw, at: Int(starts[$0])) }
         }
         return LeafNode(owner: 0, storage: payload, starts: starts, heads: heads, pageBytes: payload.count)
     }

@@ -91,6 +91,56 @@ struct LookupStructureTests {
         }
     }
 
+    @Test("a leaf whose keys share a prefix takes heads after it, and still orders keys without it, shorter ones, and ones that end it",
+          arguments: [4, 5] as [UInt64])
+    func leafSearchAfterSharedPrefix(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        let limits = NodeLimits(pageSize: 1 << 15)
+        // W1-like keys: a tag byte, then a big-endian id from a narrow range, so every key of
+        // the leaf shares its first seven bytes; plus a few keys that do not.
+        func idKey(_ id: UInt64) -> [UInt8] { [0x30] + withUnsafeBytes(of: id.bigEndian) { Array($0) } }
+        let leaf = LeafNode(owner: 1)
+        var model: [[UInt8]] = []
+        func insert(_ key: [UInt8]) {
+            key.withUnsafeBytes { raw in
+                let (index, found) = leaf.search(raw)
+                guard !found else { return }
+                leaf.insert(at: index, key: raw, value: .inline(UnsafeRawBufferPointer(start: nil, count: 0)), limits: limits)
+                model.insert(key, at: index)
+            }
+        }
+        func expectSearches(_ leaf: LeafNode, _ label: String) {
+            let probes = model + [[0x30], [0x30, 0, 0], [0x2F, 255], [0x31], idKey(0x4200), idKey(0x42FF + 1), idKey(0x4280) + [0], []]
+            for probe in probes {
+                let expected = model.firstIndex { !$0.lexicographicallyPrecedes(probe) } ?? model.count
+                let found = expected < model.count && model[expected] == probe
+                #expect(probe.withUnsafeBytes { leaf.search($0) } == (expected, found), "\(label): \(probe)")
+                if !probe.isEmpty {
+                    #expect(probe.withUnsafeBytes { leaf.search($0, from: 0) } == (expected, found), "\(label), from 0: \(probe)")
+                }
+            }
+        }
+        for _ in 0 ..< 150 { insert(idKey(0x4200 + UInt64.random(in: 1 ... 0xFE, using: &rng))) }
+        // Split and merged back: the heads are rebuilt with the longest shared prefix.
+        leaf.append(contentsOf: leaf.splitOff(from: leaf.count / 2, owner: 1, limits: limits))
+        #expect(leaf.heads.prefixLength == 8)
+        expectSearches(leaf, "shared prefix")
+        // Read back from its page: the same prefix, the same answers.
+        let page = try PageCodec.decodeLeaf(leaf.storage, address: FrameAddress(offset: 1 << 20, length: 1), limits: limits,
+                                            context: CorruptionContext(path: "test", offset: 1 << 20, structure: "leaf"))
+        #expect(page.heads.prefixLength == 8)
+        expectSearches(page, "decoded page")
+        // Keys without the prefix, before and after the others: the heads are rebuilt.
+        insert([0x30, 0, 0, 0, 0, 0, 0, 0x41])
+        insert(idKey(0x4300))
+        insert([0x30])
+        #expect(leaf.heads.prefixLength == 1)
+        // Keys shorter than a head, after the one-byte prefix.
+        for key: [UInt8] in [[0x30, 5], [0x30, 0, 1], [0x30, 0, 0, 0, 0, 0, 0, 0x42]] { insert(key) }
+        #expect(leaf.heads.prefixLength == 1)
+        expectSearches(leaf, "after keys without the prefix")
+    }
+
     @Test("a branch picks the child whose range holds a key, by heads and bytes, after its separators change")
     func branchChildIndexWithSharedHeads() {
         var rng = SeededGenerator(seed: 3)

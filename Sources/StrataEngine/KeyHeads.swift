@@ -1,0 +1,175 @@
+/// The search aid both node kinds keep beside their sorted keys: the bytes every key of the
+/// node starts with (`prefix`), and each key's head (`keyHead`) taken after that prefix.
+///
+/// A binary search compares heads, contiguous in one array, and reads a key's bytes only
+/// where heads tie. Taking heads after the shared prefix is what makes ties rare: the keys of
+/// one node usually agree on their first bytes (a leaf of W1 holds ids that differ only in
+/// their last one or two bytes, after a tag and five or six equal bytes), so heads of the
+/// whole keys tied at about four probes of every leaf search, each a key decoded and
+/// compared; heads after the prefix tell them apart at once (callgrind: ~280 of an engine
+/// get's ~3,100 instructions were those ties).
+///
+/// In memory only: pages store whole keys, and the heads are rebuilt when a page is read.
+struct KeyHeads {
+    /// How many bytes every key of the node begins with, at most eight: the longest such
+    /// prefix when the heads were built (keys inserted since may share a longer one; a
+    /// shorter prefix is still correct).
+    private(set) var prefixLength = 0
+    /// Those bytes as a big-endian number, zero-padded: the prefix is compared with a key's
+    /// head in one step.
+    private var prefixWord: UInt64 = 0
+    /// The bits of a head that hold the prefix.
+    private var prefixMask: UInt64 = 0
+    /// Each key's head after the prefix, in key order.
+    private(set) var heads: [UInt64] = []
+
+    /// Heads of no keys.
+    init() {}
+
+    /// The heads of `count` keys in ascending order, `key(i)` being the `i`-th (its bytes
+    /// valid during the call), after the prefix the first and last share — which every key
+    /// between them shares too. (Nodes keep their keys sorted; page decoders check the order
+    /// before building heads.)
+    init(count: Int, key: (Int) -> UnsafeRawBufferPointer) {
+        guard count > 0 else { return }
+        setPrefix(first: key(0), last: key(count - 1))
+        heads.reserveCapacity(count)
+        for i in 0 ..< count { heads.append(Self.head(of: key(i), after: prefixLength)) }
+    }
+
+    /// The heads of `keys`, in ascending order.
+    init(_ keys: [[UInt8]]) {
+        guard let first = keys.first, let last = keys.last else { return }
+        first.withUnsafeBytes { a in last.withUnsafeBytes { b in setPrefix(first: a, last: b) } }
+        heads = keys.map { $0.withUnsafeBytes { Self.head(of: $0, after: prefixLength) } }
+    }
+
+    /// Takes the bytes the first and last keys share (at most eight) as the prefix, or none
+    /// when neither is longer than a head: whole heads then tell the keys apart (an 8-byte
+    /// id, say), and skipping a prefix would only cost its check (3% of an engine get).
+    private mutating func setPrefix(first: UnsafeRawBufferPointer, last: UnsafeRawBufferPointer) {
+        guard max(first.count, last.count) > 8 else { return }
+        let differing = keyHead(first) ^ keyHead(last)
+        prefixLength = min(differing.leadingZeroBitCount / 8, first.count, last.count)
+        prefixMask = prefixLength == 0 ? 0 : ~0 << (64 - 8 * UInt64(prefixLength))
+        prefixWord = keyHead(first) & prefixMask
+    }
+
+    /// The head of `key` after its first `skip` bytes: one load where the key has eight
+    /// bytes past them, two shifts where it has eight in all, zero-padded.
+    @inline(__always)
+    private static func head(of key: UnsafeRawBufferPointer, after skip: Int) -> UInt64 {
+        if key.count >= skip &+ 8 { return UInt64(bigEndian: key.loadUnaligned(fromByteOffset: skip, as: UInt64.self)) }
+        guard key.count >= 8 else { return keyHead(key) << (8 &* UInt64(truncatingIfNeeded: skip)) }
+        // The key's last eight bytes, shifted so that byte `skip` leads (by one to eight
+        // bytes: a shift by 64 leaves zero).
+        let last = UInt64(bigEndian: key.loadUnaligned(fromByteOffset: key.count &- 8, as: UInt64.self))
+        return last << (8 &* UInt64(truncatingIfNeeded: skip &- (key.count &- 8)))
+    }
+
+    var count: Int { heads.count }
+
+    /// Where `key` stands against the keys that have the prefix.
+    private enum Standing {
+        /// It sorts before all of them.
+        case before
+        /// It sorts after all of them.
+        case after
+        /// It has the prefix too; this is its head after it.
+        case within(head: UInt64)
+    }
+
+    /// Where `key` stands, from one or two loads where the key has eight bytes (a call or a
+    /// byte loop here cost as much as the ties the prefix saves).
+    @inline(__always)
+    private func standing(of key: UnsafeRawBufferPointer) -> Standing {
+        guard key.count >= 8 else { return standing(ofShort: key) }
+        let word = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)) & prefixMask
+        if word != prefixWord { return word < prefixWord ? .before : .after }
+        return .within(head: Self.head(of: key, after: prefixLength))
+    }
+
+    /// `standing` for a key shorter than eight bytes.
+    @inline(never)
+    private func standing(ofShort key: UnsafeRawBufferPointer) -> Standing {
+        let word = keyHead(key) & prefixMask
+        if word != prefixWord { return word < prefixWord ? .before : .after }
+        // Equal as padded words: a key shorter than the prefix is a proper prefix of it.
+        if key.count < prefixLength { return .before }
+        return .within(head: Self.head(of: key, after: prefixLength))
+    }
+
+    /// Adds the head of `key`, which sorts at `index`; false, with nothing changed, when
+    /// `key` lacks the prefix: the caller then rebuilds the heads of all its keys.
+    mutating func insert(_ key: UnsafeRawBufferPointer, at index: Int) -> Bool {
+        if heads.isEmpty { (prefixLength, prefixWord, prefixMask) = (0, 0, 0) }
+        guard prefixLength > 0 else {
+            heads.insert(keyHead(key), at: index)
+            return true
+        }
+        guard case .within(let head) = standing(of: key) else { return false }
+        heads.insert(head, at: index)
+        return true
+    }
+
+    mutating func remove(at index: Int) {
+        heads.remove(at: index)
+    }
+
+    /// Moves the heads from `index` on into heads of their own, for a node splitting there:
+    /// both halves keep the prefix, which all their keys still share. (Rebuilding both from
+    /// their keys at every split was 3% of an engine insert's instructions.)
+    mutating func splitOff(at index: Int) -> KeyHeads {
+        var right = self
+        right.heads = Array(heads[index...])
+        heads.removeSubrange(index...)
+        return right
+    }
+
+    /// Appends `other`'s heads, for a node taking in the keys of the node after it; false,
+    /// with nothing changed, when their prefixes differ: the caller then rebuilds.
+    mutating func append(_ other: KeyHeads) -> Bool {
+        guard heads.isEmpty || other.heads.isEmpty || (prefixLength, prefixWord) == (other.prefixLength, other.prefixWord) else { return false }
+        if heads.isEmpty { (prefixLength, prefixWord, prefixMask) = (other.prefixLength, other.prefixWord, other.prefixMask) }
+        heads.append(contentsOf: other.heads)
+        return true
+    }
+
+    /// Whether keys running from `first` to `last` share a longer prefix than these heads
+    /// skip, so that rebuilding them would spare ties.
+    func wouldLengthen(first: UnsafeRawBufferPointer, last: UnsafeRawBufferPointer) -> Bool {
+        var rebuilt = KeyHeads()
+        rebuilt.setPrefix(first: first, last: last)
+        return rebuilt.prefixLength > prefixLength
+    }
+
+    /// Binary search among the keys in `range` (those before it sort below `key`, those
+    /// after above): the index of `key` or of the first larger key, and whether it matched.
+    /// `compareKey(i)` compares key `i` with `key` (memcmp order) and is called only where
+    /// heads tie.
+    @inline(__always)
+    func search(in range: Range<Int>, for key: UnsafeRawBufferPointer, compareKey: (Int) -> Int) -> (index: Int, found: Bool) {
+        // A key without the prefix sorts before or after every key of the node.
+        let target: UInt64
+        if prefixLength == 0 {
+            target = keyHead(key)
+        } else {
+            switch standing(of: key) {
+            case .before: return (range.lowerBound, false)
+            case .after: return (range.upperBound, false)
+            case .within(let head): target = head
+            }
+        }
+        return heads.withUnsafeBufferPointer { heads in
+            var low = range.lowerBound, high = range.upperBound
+            while low < high {
+                let mid = (low + high) / 2
+                let head = heads[mid]
+                let c = head != target ? (head < target ? -1 : 1) : compareKey(mid)
+                if c == 0 { return (mid, true) }
+                if c < 0 { low = mid + 1 } else { high = mid }
+            }
+            return (low, false)
+        }
+    }
+}
