@@ -110,7 +110,10 @@ struct LookupStructureTests {
             }
         }
         func expectSearches(_ leaf: LeafNode, _ label: String) {
-            let probes = model + [[0x30], [0x30, 0, 0], [0x2F, 255], [0x31], idKey(0x4200), idKey(0x42FF + 1), idKey(0x4280) + [0], []]
+            // Among them, keys whose heads equal a stored key's: one byte shorter (the stored
+            // key's last byte is zero) and one byte longer.
+            let probes = model + [[0x30], [0x30, 0, 0], [0x2F, 255], [0x31], idKey(0x4200), Array(idKey(0x4200).dropLast()),
+                                  idKey(0x42FF + 1), idKey(0x4280) + [0], idKey(0x4200) + [0], []]
             for probe in probes {
                 let expected = model.firstIndex { !$0.lexicographicallyPrecedes(probe) } ?? model.count
                 let found = expected < model.count && model[expected] == probe
@@ -120,10 +123,14 @@ struct LookupStructureTests {
                 }
             }
         }
+        insert(idKey(0x4200))
         for _ in 0 ..< 150 { insert(idKey(0x4200 + UInt64.random(in: 1 ... 0xFE, using: &rng))) }
         // Split and merged back: the heads are rebuilt with the longest shared prefix.
         leaf.append(contentsOf: leaf.splitOff(from: leaf.count / 2, owner: 1, limits: limits))
         #expect(leaf.heads.prefixLength == 8)
+        // Every key 9 bytes, one of them after the prefix: a probe whose head matches is found
+        // without reading the key.
+        #expect(leaf.heads.wholeLength == 9)
         expectSearches(leaf, "shared prefix")
         // Read back from its page: the same prefix, the same answers.
         let page = try PageCodec.decodeLeaf(leaf.storage, address: FrameAddress(offset: 1 << 20, length: 1), limits: limits,
@@ -138,6 +145,7 @@ struct LookupStructureTests {
         // Keys shorter than a head, after the one-byte prefix.
         for key: [UInt8] in [[0x30, 5], [0x30, 0, 1], [0x30, 0, 0, 0, 0, 0, 0, 0x42]] { insert(key) }
         #expect(leaf.heads.prefixLength == 1)
+        #expect(leaf.heads.wholeLength == -1)
         expectSearches(leaf, "after keys without the prefix")
     }
 
