@@ -1,13 +1,14 @@
 /// The search aid both node kinds keep beside their sorted keys: the bytes every key of the
-/// node starts with (`prefix`), and each key's head (`keyHead`) taken after that prefix.
+/// node starts with (its prefix, up to eight bytes), and each key's head (`keyHead`) taken
+/// after that prefix.
 ///
 /// A binary search compares heads, contiguous in one array, and reads a key's bytes only
 /// where heads tie. Taking heads after the shared prefix is what makes ties rare: the keys of
-/// one node usually agree on their first bytes (a leaf of W1 holds ids that differ only in
-/// their last one or two bytes, after a tag and five or six equal bytes), so heads of the
-/// whole keys tied at about four probes of every leaf search, each a key decoded and
-/// compared; heads after the prefix tell them apart at once (callgrind: ~280 of an engine
-/// get's ~3,100 instructions were those ties).
+/// one node usually agree on their first bytes (a typed W1 key is a tag and an 8-byte id, and
+/// a leaf's ids differ only in their last byte or two), so heads of the whole keys tied at
+/// about four probes of every leaf search, each a key decoded from the leaf's bytes and
+/// compared (callgrind: ~290 of a typed get's ~5,250 instructions; at 1M records, a cache
+/// miss per tie). Heads after the prefix tell them apart at once.
 ///
 /// In memory only: pages store whole keys, and the heads are rebuilt when a page is read.
 struct KeyHeads {
