@@ -301,7 +301,8 @@ struct ScanPrefilterTests {
                 #expect(try storage.read(query) == samples.filter(expected), "\(label)")
                 #expect(try storage.count(query) == samples.filter(expected).count, "\(label) (count)")
             }
-            for v in [-11, -10, -1, 0, 3, 10, 11] {
+            // Int.min and Int.max: bounds whose ranges are empty or reach the ends of the key space.
+            for v in [Int.min, -11, -10, -1, 0, 3, 10, 11, Int.max] {
                 try check(\.level == v, { $0.level == v }, "level == \(v)")
                 try check(\.level < v, { $0.level < v }, "level < \(v)")
                 try check(\.level <= v, { $0.level <= v }, "level <= \(v)")
@@ -336,6 +337,8 @@ struct ScanPrefilterTests {
             try check(\.flag == false, { !$0.flag }, "!flag")
             try check(.between(\.level, -3 ... 4), { (-3 ... 4).contains($0.level) }, "level in -3...4")
             try check(.between(\.level, -3 ..< 4), { (-3 ..< 4).contains($0.level) }, "level in -3..<4")
+            try check(.between(\.level, 4 ..< 4), { _ in false }, "level in 4..<4 (empty)")
+            try check(.between(\.ratio, -1.0 ... 1.0), { (-1.0 ... 1.0).contains($0.ratio) }, "ratio in -1...1")
             try check(.in(\.level, [-10, 0, 7, 99]), { [-10, 0, 7, 99].contains($0.level) }, "level IN")
             try check(.in(\.count, [0, 2_000_000_014]), { [0, 2_000_000_014].contains($0.count) }, "count IN")
             try check(\.level > -5 && \.flag == false && \.ratio <= 0.5, { $0.level > -5 && !$0.flag && $0.ratio <= 0.5 }, "three fields")
