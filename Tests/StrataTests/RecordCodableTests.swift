@@ -98,6 +98,24 @@ struct RecordCodableTests {
         }
     }
 
+    @Test("fields stored in another order than the codec reads them, or with other fields between them, are found where they are")
+    func fieldsOutOfOrder() throws {
+        // Written by an older declaration: the fields reversed, with two the model no longer has among them.
+        struct Reordered: Codable {
+            var address: Address; var tags: [String]; var nickname: String?; var joined: Date; var retired: [Int]
+            var active: Bool; var score: Double; var age: Int; var note: String; var name: String; var id: Int64
+        }
+        let expected = Profile(id: 7, name: "seven", age: 41, score: 2.5, active: true, joined: Date(timeIntervalSince1970: 9),
+                               nickname: "s", tags: ["a", "b"], address: Address(city: "Y", zip: 2))
+        var fields = FieldTable()
+        let stored = try RecordEncoder.encode(Reordered(address: expected.address, tags: expected.tags, nickname: expected.nickname,
+                                                        joined: expected.joined, retired: [1, 2, 3], active: expected.active,
+                                                        score: expected.score, age: expected.age, note: "left over",
+                                                        name: expected.name, id: expected.id),
+                                              fields: &fields, collection: "profiles")
+        #expect(try RecordDecoder.decode(Profile.self, from: stored, fields: fields, collection: "profiles") == expected)
+    }
+
     struct Series: RecordCodable, Equatable {
         var values: [Int]
         var labels: [String]
