@@ -142,25 +142,32 @@ struct FixedWidthCondition {
         return low <= high ? (low, high - low) : (0, nil)
     }
 
-    /// Whether the value at `position` of `record` meets the condition; nil when its stored
+    /// Whether the value at `position` of `record` meets `condition`; nil when its stored
     /// type cannot be converted to `kind` exactly, or the bytes are malformed (decoding
     /// decides then).
     ///
     /// A range on an integer stored as a signed integer, the common case, is checked in line;
-    /// the rest in a call (measured: inlining every case made the scan's walk copy the
-    /// condition to the stack and call anyway).
+    /// the rest in a call. The condition is read where it lies, through a pointer: called as a
+    /// method on the array's element, it was copied to the stack (96 bytes) for every record,
+    /// to be passed to the out-of-line case.
     @inline(__always)
-    func isMet(_ record: UnsafeRawBufferPointer, at position: Int, points pointList: UnsafeBufferPointer<FixedKey>) -> Bool? {
-        if test == .bitsRange, kind == KeyTag.int, record[position] == RecordTag.int.rawValue {
+    static func isMet(_ condition: UnsafePointer<FixedWidthCondition>, in record: UnsafeRawBufferPointer, at position: Int,
+                      points pointList: UnsafeBufferPointer<FixedKey>) -> Bool? {
+        if condition.pointee.test == .bitsRange, condition.pointee.kind == KeyTag.int, record[position] == RecordTag.int.rawValue {
             var p = position + 1
             guard let stored = RecordBytes.varint(record, at: &p) else { return nil }
-            return Key.orderedBits(ZigZag.decode(stored)) &- low <= span
+            return Key.orderedBits(ZigZag.decode(stored)) &- condition.pointee.low <= condition.pointee.span
         }
-        return isMetByKey(record, at: position, points: pointList)
+        return isMetByKey(condition, in: record, at: position, points: pointList)
     }
 
     /// `isMet` through the value's key, for every type and condition.
     @inline(never)
+    private static func isMetByKey(_ condition: UnsafePointer<FixedWidthCondition>, in record: UnsafeRawBufferPointer, at position: Int,
+                                   points pointList: UnsafeBufferPointer<FixedKey>) -> Bool? {
+        condition.pointee.isMetByKey(record, at: position, points: pointList)
+    }
+
     private func isMetByKey(_ record: UnsafeRawBufferPointer, at position: Int, points pointList: UnsafeBufferPointer<FixedKey>) -> Bool? {
         guard let value = RecordBytes.fixedKey(record, at: position, as: kind) else { return nil }
         // A date's key holds its seconds since 1970, rounded: dates a few hundred nanoseconds
