@@ -13,7 +13,10 @@ import StrataEngine
 /// stored under another coding key or transformed by a custom `init(from:)`, which nothing
 /// short of running the model's coding could tell, so its conditions are left to the full
 /// check.
-struct RecordPrefilter {
+///
+/// A class, made once per query: the scan calls it for every record, and as a struct it was
+/// copied (56 bytes) to be passed to each call.
+final class RecordPrefilter {
     private struct Condition {
         let field: UInt32
         let bounds: FieldBounds
@@ -105,11 +108,6 @@ struct RecordPrefilter {
         }
         guard let tag = keys.first?.first, keys.allSatisfy({ $0.first == tag }) else { return nil }
         return [KeyTag.int, KeyTag.uint, KeyTag.double, KeyTag.date, KeyTag.uuid, KeyTag.falseValue, KeyTag.trueValue, KeyTag.string].contains(tag) ? tag : nil
-    }
-
-    /// False only when a condition is certainly not met.
-    func admits(_ record: UnsafeRawBufferPointer) -> Bool {
-        decides(record) != false
     }
 
     /// Whether the record meets every condition: true or false when its bytes tell for

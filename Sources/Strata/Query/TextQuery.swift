@@ -427,7 +427,7 @@ extension CollectionInspector {
         let deadline = timeLimit.map { QueryDeadline(limit: $0) }
         let execution = QueryExecution<RecordValue>(
             engine: snapshot, entry: entry, uniqueIndexes: Set(entry.indexes.filter(\.unique).map(\.name)),
-            decode: { try RecordValue.decode(Array($0), fields: fields, collection: name) }, admits: nil,
+            decode: { try RecordValue.decode(Array($0), fields: fields, collection: name) }, bytesCheck: nil,
             matches: { record in
                 try deadline?.check()
                 return compiled?.matches(record) ?? true

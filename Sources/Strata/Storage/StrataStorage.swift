@@ -278,12 +278,6 @@ package struct ModelDecoding<M: Model> {
 
 }
 
-/// Whether the record just checked on its bytes was accepted by them (see `execute`): set by
-/// the byte check, read by the match check of the same record, on the query's thread.
-private final class AcceptedByBytes {
-    @exclusivity(unchecked) var value = false
-}
-
 /// Query execution shared by read and write transactions.
 struct CollectionAccess<M: Model> {
     let engine: any TreeReading
@@ -376,25 +370,21 @@ struct CollectionAccess<M: Model> {
         let order: ((M, M) -> ComparisonResult)? = query.sortKeys.isEmpty ? nil : { query.compare($0, $1) }
         // When the bytes decide every condition, a record they accept is a match: it is not
         // checked again after decoding (the key-path reads of `matches` cost more than the
-        // byte check). `admits` runs just before the same record is decoded and matched.
-        let admits: ((UnsafeRawBufferPointer) -> Bool)?
+        // byte check). The byte check runs just before the same record is decoded and matched.
+        let bytesCheck: ByteCheck?
         let matches: (M) throws -> Bool
         if let decider = planned.decider {
             let accepted = AcceptedByBytes()
-            admits = { bytes in
-                let decision = decider.decides(bytes)
-                accepted.value = decision == true
-                return decision != false
-            }
+            bytesCheck = ByteCheck(prefilter: decider, accepted: accepted)
             matches = { accepted.value ? true : try query.matches($0) }
         } else if planned.accessDecides {
             // The tree's keys answered every condition (an index range, say): nothing to
             // check per record (measured: the conditions' key-path reads were a sixth of an
             // index query's instructions, unspecialized generic code looking up metadata).
-            admits = nil
+            bytesCheck = nil
             matches = { _ in true }
         } else {
-            admits = planned.prefilter.map { prefilter in { prefilter.admits($0) } }
+            bytesCheck = planned.prefilter.map { ByteCheck(prefilter: $0, accepted: nil) }
             matches = query.matches
         }
         let execution = QueryExecution<M>(
@@ -402,7 +392,7 @@ struct CollectionAccess<M: Model> {
             decode: projection.map { projection in
                 let widened = WidenedProjection(projection)
                 return { try decode($0, keeping: widened) }
-            } ?? decoding.reusingDecoder(), admits: admits, matches: matches,
+            } ?? decoding.reusingDecoder(), bytesCheck: bytesCheck, matches: matches,
             order: order,
             byteOrder: access.plan.keepsTop == nil ? nil
                 : ByteOrder(query, residual: access.plan.residualFilter, decider: planned.decider, fields: fields, collection: name),
@@ -448,7 +438,7 @@ struct CollectionAccess<M: Model> {
             let execution = QueryExecution<Bool>(
                 engine: engine, entry: state.entry, uniqueIndexes: uniqueIndexes,
                 decode: { bytes in try decider.decides(bytes) ?? query.matches(decodes(bytes)) },
-                admits: nil, matches: { $0 }, order: nil, offset: query.offset, limit: query.limit)
+                bytesCheck: nil, matches: { $0 }, order: nil, offset: query.offset, limit: query.limit)
             try execution.run(access) { _, _ in
                 n += 1
                 return true
