@@ -12,6 +12,11 @@ enum RecordBytes {
     /// is longer than 10 bytes.
     @inline(__always)
     static func varint(_ buffer: UnsafeRawBufferPointer, at position: inout Int) -> UInt64? {
+        // One byte, the common case (field ids, lengths, small numbers): no loop.
+        if position >= 0, position < buffer.count, buffer[position] < 0x80 {
+            defer { position += 1 }
+            return UInt64(buffer[position])
+        }
         var result: UInt64 = 0, shift: UInt64 = 0, p = position
         while p < buffer.count {
             let byte = buffer[p]

@@ -127,15 +127,7 @@ final class RecordPrefilter {
         return fixed.withUnsafeBufferPointer { fixed in
             fixedPoints.withUnsafeBufferPointer { points -> Bool? in
                 for _ in 0 ..< count {
-                    // A field id is one byte in records of up to 128 field names: read in line.
-                    let field: UInt64
-                    if p < record.count, record[p] < 0x80 {
-                        field = UInt64(record[p])
-                        p += 1
-                    } else {
-                        guard let id = RecordBytes.varint(record, at: &p) else { return nil }
-                        field = id
-                    }
+                    guard let field = RecordBytes.varint(record, at: &p) else { return nil }
                     if walked.contains(field) {
                         for i in fixed.indices where UInt64(fixed[i].field) == field {
                             guard let met = FixedWidthCondition.isMet(fixed.baseAddress! + i, in: record, at: p, points: points) else { continue }
