@@ -7,11 +7,14 @@ extension Database {
     /// A copy-on-write B-tree never overwrites: each checkpoint writes the pages its commits
     /// changed and leaves the old ones behind, so under updates and random inserts the file
     /// grows past its live data. With this policy, a checkpoint that finds the file grown to
-    /// `growth` times its size after the last compaction (or when the handle opened), and at
-    /// least `minimumBytes`, starts `compact()` on a thread of its own. Writers keep
-    /// committing while it copies; they wait only for its final step
-    /// (`CompactionResult.writerPause`). So the file stays under `growth` times the live
-    /// data it held at its last compaction.
+    /// `growth` times its size after the last compaction, and at least `minimumBytes`,
+    /// starts `compact()` on a thread of its own; so does opening a file already grown that
+    /// far (its checkpoints, one at each close, name the one before them back to the last
+    /// compaction's, which tells its size then), so growth that spread over many short
+    /// sessions counts too. Writers keep committing while it copies; they wait only for its
+    /// final step (`CompactionResult.writerPause`). So the file stays under `growth` times
+    /// the live data it held at its last compaction. Closing the handle stops a compaction
+    /// under way (the next open starts it again).
     ///
     /// ```swift
     /// var options = Database.Options()
@@ -52,11 +55,60 @@ extension Database {
     /// Called by a checkpoint, holding the gate: starts a background compaction when the
     /// policy says the file is due and none is running.
     func compactInBackgroundIfDue(_ writer: WriterState) {
-        guard let policy = options.autoCompaction, policy.isDue(size: writer.end, baseline: writer.compactedSize),
-              background.start() else { return }
+        guard let policy = options.autoCompaction, policy.isDue(size: writer.end, baseline: writer.compactedSize) else { return }
+        compactInBackground(policy)
+    }
+
+    /// Called when a writable handle has opened: a file that grew over several handles
+    /// (each one's checkpoints, the one at close too, leaving superseded pages behind) is
+    /// measured against its size after its last compaction, not its size at this open, and
+    /// compacted in the background when it is due. Without this, an app whose every session
+    /// grows the file by less than `growth` would never see it compacted.
+    func compactInBackgroundIfGrownSinceLastCompaction(_ writer: WriterState) {
+        guard let policy = options.autoCompaction, !isReadOnly, let checkpoint = writer.checkpoint,
+              writer.end >= policy.minimumBytes else { return }
+        let store = writer.store
+        compactInBackground(policy) { [self] in
+            // The walk reads old frames beside the writer: it takes no lock until it is done.
+            let baseline = try Self.sizeAfterLastCompaction(latest: checkpoint, store: store, isCancelled: isClosed)
+            try withWriter { writer in
+                // A compaction meanwhile replaced the file: its own size is the baseline.
+                if writer.store === store { writer.compactedSize = min(writer.compactedSize, baseline) }
+            }
+        }
+    }
+
+    /// The most checkpoint frames `sizeAfterLastCompaction` reads back. A longer chain is
+    /// measured from its oldest frame read: a larger baseline, so compaction comes later,
+    /// never sooner, than the policy says.
+    static let checkpointChainLimit = 10_000
+
+    /// Where the file ended after its last compaction: the end of the oldest checkpoint in
+    /// the chain that starts at `latest` (compaction writes one checkpoint naming no
+    /// previous one; so does a new file's first). Each frame is verified; the walk stops
+    /// at one that fails (an old frame damaged after it was superseded) and measures to its
+    /// end as the verified frame after it names it.
+    static func sizeAfterLastCompaction(latest: FrameAddress, store: PageStore, isCancelled: () -> Bool) throws -> UInt64 {
+        var oldest = latest
+        for _ in 0 ..< checkpointChainLimit {
+            if isCancelled() { throw StrataError.closed(path: store.path) }
+            // Offsets fall along the chain (the decoder checks that each previous frame lies
+            // before its successor), so the walk ends.
+            guard let record = try? Recovery.readCheckpoint(at: oldest, store: store), let previous = record.previous else { break }
+            oldest = previous
+        }
+        return oldest.end
+    }
+
+    /// Starts `compact()` on a thread of its own unless one is running; `prepare` runs
+    /// first, on that thread. The compaction runs only if the policy still finds the file
+    /// due once the thread holds the compactions' turn.
+    private func compactInBackground(_ policy: AutoCompaction, prepare: (@Sendable () throws -> Void)? = nil) {
+        guard background.start() else { return }
         let thread = Thread { [self] in
             defer { background.finish() }
             do {
+                try prepare?()
                 // A compaction that held the turn meanwhile (an explicit `compact()`) may have
                 // done the work already.
                 guard let result = try compactions.withLock({ _ -> CompactionResult? in

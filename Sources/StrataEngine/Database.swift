@@ -184,6 +184,7 @@ public final class Database: Sendable {
         openReport = OpenReport(
             bytesRead: recovered.store.bytesRead, replayedCommits: recovered.replayedCommits, tornBytes: recovered.tornBytes,
             salvagedFrom: recovered.salvagedFrom)
+        compactInBackgroundIfGrownSinceLastCompaction(writer)
     }
 
     /// How many times opening for writing retries when the file it locked was replaced.
@@ -746,7 +747,8 @@ final class WriterState: @unchecked Sendable {
     var failedCheckpoints: UInt64 = 0
     /// Where the file's preallocated zeros end (`Database.preallocation`); `end` when none.
     var allocatedEnd: UInt64
-    /// The file's end after its last compaction, or when the handle opened: what
+    /// The file's end after its last compaction (read back along the checkpoint chain in
+    /// the background after opening; until then, the end at opening): what
     /// `Options.autoCompaction` measures growth against.
     var compactedSize: UInt64
     let logger: Logger

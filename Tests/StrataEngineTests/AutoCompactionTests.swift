@@ -79,4 +79,133 @@ struct AutoCompactionTests {
         #expect(try reopened.snapshot().get(Key(7).bytes, in: "t") == [UInt8](repeating: 119, count: 100))
         try reopened.close()
     }
+
+    /// 200-byte values that do not compress under `keys` (by default, all 2,000 of the
+    /// tree), written in one commit.
+    private func rewriteAll(_ db: Database, round: UInt64, keys: StrideTo<Int> = stride(from: 0, to: 2000, by: 1)) throws {
+        var generator = SeededGenerator(seed: round)
+        try db.write { tx in
+            try tx.createTree("t", ifNotExists: true)
+            for i in keys {
+                let value = (0 ..< 25).flatMap { _ in withUnsafeBytes(of: generator.next()) { Array($0) } }
+                try tx.put(value, forKey: Key(i).bytes, in: "t")
+            }
+        }
+    }
+
+    /// Opens `path` with no background compaction, rewrites one value in 16 from the first
+    /// half of the tree, and closes: one session of an app, whose checkpoint at close
+    /// leaves the superseded pages behind (every leaf of that half).
+    private func session(_ path: String, round: UInt64) throws {
+        let db = try Database(path: path, options: options(nil))
+        try rewriteAll(db, round: round, keys: stride(from: 0, to: 1000, by: 16))
+        try db.close()
+    }
+
+    @Test("a file grown over many sessions, none of which doubled it, is compacted in the background when opened")
+    func fileGrownOverSessionsIsCompactedWhenOpened() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        let first = try Database(path: path, options: options(nil))
+        try rewriteAll(first, round: 0)
+        let compacted = try first.compact().bytesAfter
+        try first.close()
+        // Each session grows the file by less than the policy's factor of 2 over its size
+        // when it opened, so no handle's own checkpoints would ever find it due.
+        var round: UInt64 = 1
+        var size = compacted
+        while size < 3 * compacted {
+            let before = size
+            try session(path, round: round)
+            size = try #require(FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64)
+            #expect(size < 2 * before)
+            round += 1
+        }
+
+        let db = try Database(path: path, options: options(.init(growth: 2, minimumBytes: 256 << 10)))
+        db.waitForBackgroundCompaction()
+        let statistics = try db.statistics()
+        #expect(statistics.backgroundCompactions == 1)
+        let result = try #require(statistics.lastBackgroundCompaction)
+        #expect(result.bytesBefore >= 3 * compacted)
+        #expect(result.bytesAfter < compacted + compacted / 4)
+        // Key 0 holds the last session's first value; key 1 the first commit's second.
+        var lastSession = SeededGenerator(seed: round - 1), firstCommit = SeededGenerator(seed: 0)
+        let value = { (generator: inout SeededGenerator) in (0 ..< 25).flatMap { _ in withUnsafeBytes(of: generator.next()) { Array($0) } } }
+        #expect(try db.snapshot().get(Key(0).bytes, in: "t") == value(&lastSession))
+        _ = value(&firstCommit)
+        #expect(try db.snapshot().get(Key(1).bytes, in: "t") == value(&firstCommit))
+        #expect(try db.snapshot().count(in: "t") == 2000)
+        try db.close()
+    }
+
+    @Test("a file opened within the policy's growth over its last compaction is left alone")
+    func fileWithinGrowthIsLeftAloneWhenOpened() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        let first = try Database(path: path, options: options(nil))
+        try rewriteAll(first, round: 0)
+        try first.compact()
+        try first.close()
+        try session(path, round: 1)
+
+        let db = try Database(path: path, options: options(.init(growth: 4, minimumBytes: 64 << 10)))
+        db.waitForBackgroundCompaction()
+        #expect(try db.statistics().backgroundCompactions == 0)
+        try db.close()
+    }
+
+    @Test("the size after the last compaction is read back along the checkpoint chain")
+    func sizeAfterLastCompactionFollowsTheChain() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        let db = try Database(path: path, options: options(nil))
+        try rewriteAll(db, round: 0)
+        let compacted = try db.compact().bytesAfter
+        for round in 1 ... 3 {
+            try rewriteAll(db, round: UInt64(round))
+            try db.checkpoint()
+        }
+        let latest = try #require(db.writerCounters().checkpoint)
+        #expect(latest.offset > compacted)
+        let store = try db.snapshot().store
+        #expect(try Database.sizeAfterLastCompaction(latest: latest, store: store, isCancelled: { false }) == compacted)
+        try db.close()
+    }
+
+    @Test("a damaged superseded checkpoint ends the walk back along the chain, and the file opens and compacts as usual")
+    func damagedOldCheckpointEndsTheWalk() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        let db = try Database(path: path, options: options(nil))
+        try rewriteAll(db, round: 0)
+        try db.compact()
+        var checkpoints: [FrameAddress] = []
+        for round in 1 ... 4 {
+            try rewriteAll(db, round: UInt64(round))
+            try db.checkpoint()
+            checkpoints.append(try #require(db.writerCounters().checkpoint))
+        }
+        try db.close()
+        // The second of the four loses a byte of its payload: its checksum fails.
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        try handle.seek(toOffset: checkpoints[1].offset + UInt64(checkpoints[1].length) - 2)
+        let byte = try #require(try handle.read(upToCount: 1)).first!
+        try handle.seek(toOffset: checkpoints[1].offset + UInt64(checkpoints[1].length) - 2)
+        try handle.write(contentsOf: [~byte])
+        try handle.close()
+
+        let reopened = try Database(path: path, options: options(.init(growth: 1.05, minimumBytes: 64 << 10)))
+        let latest = try #require(reopened.writerCounters().checkpoint)
+        #expect(try Database.sizeAfterLastCompaction(latest: latest, store: reopened.snapshot().store, isCancelled: { false })
+                == checkpoints[1].end)
+        reopened.waitForBackgroundCompaction()
+        #expect(try reopened.statistics().failedBackgroundCompactions == 0)
+        #expect(try reopened.snapshot().count(in: "t") == 2000)
+        try reopened.close()
+    }
 }

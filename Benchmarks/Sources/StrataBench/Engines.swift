@@ -22,6 +22,9 @@ protocol W1Engine: AnyObject {
     func reopen() throws
     /// The engine's own space reclamation; false when it has none.
     func compact() throws -> Bool
+    /// Waits until the space reclamation the engine runs on its own (strata's background
+    /// compaction) is finished; false when it has none the benchmark can wait for.
+    func settle() throws -> Bool
     func close() throws
     /// Compacts while a thread commits `users`, one durable transaction each; nil when the
     /// engine cannot compact beside writers.
@@ -34,6 +37,7 @@ protocol W1Engine: AnyObject {
 }
 
 extension W1Engine {
+    func settle() throws -> Bool { false }
     func compactBesideWriter(_ users: [User]) throws -> CompactionBesideWriter? { nil }
     var getVariants: [(op: String, run: ([Int64], Progress) throws -> Checksum)] { [] }
     var commitVariants: [(op: String, run: ([User]) throws -> Void)] { [] }

@@ -19,6 +19,8 @@ protocol KeyValueStore: AnyObject {
     func read<R>(_ body: (Reader) throws -> R) throws -> R
     func reopen() throws
     func compact() throws -> Bool
+    /// `W1Engine.settle`.
+    func settle() throws -> Bool
     /// Compacts while `write` may run on other threads; how long writers were held up (ms)
     /// and the commits carried over. Nil for engines that cannot.
     func compactBesideWriters() throws -> (writerPauseMs: Double, carriedOver: Int)?
@@ -27,6 +29,7 @@ protocol KeyValueStore: AnyObject {
 
 extension KeyValueStore {
     func compactBesideWriters() throws -> (writerPauseMs: Double, carriedOver: Int)? { nil }
+    func settle() throws -> Bool { false }
 }
 
 /// Reads inside a write transaction see the committed state (LevelDB's batches are not
@@ -215,6 +218,7 @@ final class BinaryW1<Store: KeyValueStore>: W1Engine {
 
     func reopen() throws { try store.reopen() }
     func compact() throws -> Bool { try store.compact() }
+    func settle() throws -> Bool { try store.settle() }
     func close() throws { try store.close() }
 
     /// Compacts while a thread commits `users` one durable transaction each, as fast as it

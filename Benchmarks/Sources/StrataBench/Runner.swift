@@ -168,7 +168,8 @@ final class Runner {
                 record(label, "memory.peak", name, max(0, peak - residentBefore), "bytes")
             }
             // Compacting beside a writer comes after the file's size as the workload left it.
-            try recordSizes(label, name, path: path, compact: { try engine.compact() }, close: { try engine.close() }) {
+            try recordSizes(label, name, path: path, compact: { try engine.compact() }, close: { try engine.close() },
+                            settle: { try engine.settle() }) {
                 try measureCompactionBesideWriter(label, name, engine, users: data.durableUsers, expected: expectedAll)
             }
             if !keep { try FileManager.default.removeItem(atPath: path) }
@@ -202,11 +203,16 @@ final class Runner {
         progress.end("\(expected.count) records, verified")
     }
 
-    /// `size` as the workload left the files, then `size.compacted` after the engine's
-    /// compaction; `beforeCompacting` runs after `size` is recorded.
+    /// `size` as the workload left the files, `size.settled` once the compaction the engine
+    /// runs on its own has finished (engines whose `settle` can wait for it), then
+    /// `size.compacted` after the engine's explicit compaction; `beforeCompacting` runs after
+    /// the first two are recorded.
     func recordSizes(_ workload: String, _ engine: String, path: String, compact: () throws -> Bool, close: () throws -> Void,
-                     beforeCompacting: () throws -> Void = {}) throws {
-        if wants("size") { record(workload, "size", engine, size(of: path), "bytes") }
+                     settle: () throws -> Bool = { false }, beforeCompacting: () throws -> Void = {}) throws {
+        if wants("size") {
+            record(workload, "size", engine, size(of: path), "bytes")
+            if try settle() { record(workload, "size.settled", engine, size(of: path), "bytes") }
+        }
         try beforeCompacting()
         guard wants("size") else { return try close() }
         progress.begin("\(workload) \(engine) compacting")

@@ -59,6 +59,11 @@ final class StrataKV: KeyValueStore {
         return (Double(pause.seconds) * 1000 + Double(pause.attoseconds) / 1e15, result.commitsCarriedOver)
     }
 
+    func settle() throws -> Bool {
+        database.waitForBackgroundCompaction()
+        return true
+    }
+
     func close() throws { try database.close() }
 
     typealias Reader = View<Snapshot>

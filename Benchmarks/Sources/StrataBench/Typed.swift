@@ -33,6 +33,11 @@ final class TypedDatabase {
         try storage.database.compact()
         return true
     }
+
+    func settle() throws -> Bool {
+        storage.database.waitForBackgroundCompaction()
+        return true
+    }
 }
 
 /// W1 through the typed layer. `Row` is the model inserts use before the age index exists,
