@@ -83,21 +83,51 @@ extension Database {
     /// never sooner, than the policy says.
     static let checkpointChainLimit = 10_000
 
-    /// Where the file ended after its last compaction: the end of the oldest checkpoint in
-    /// the chain that starts at `latest` (compaction writes one checkpoint naming no
-    /// previous one; so does a new file's first). Each frame is verified; the walk stops
-    /// at one that fails (an old frame damaged after it was superseded) and measures to its
-    /// end as the verified frame after it names it.
+    /// The size of the file as its last compaction left it, read back: the checkpoint chain
+    /// from `latest` leads to the oldest checkpoint, which names no previous one (the one a
+    /// compaction wrote, or a new file's first); that checkpoint wrote every page of the tree
+    /// then, so the file header, the page and value frames before it and itself are the
+    /// live data of that moment. For a compacted file this is where the file ended; for one
+    /// never compacted it leaves out the log its first checkpoint made dead.
+    ///
+    /// Every checkpoint frame read is verified; the walk stops at one that fails (an old
+    /// frame damaged after it was superseded) and measures to its end, as the verified
+    /// frame after it names it. A frame header before the oldest checkpoint that does not
+    /// parse gives the oldest checkpoint's end. Both err towards a larger baseline:
+    /// compaction later, never sooner.
     static func sizeAfterLastCompaction(latest: FrameAddress, store: PageStore, isCancelled: () -> Bool) throws -> UInt64 {
         var oldest = latest
         for _ in 0 ..< checkpointChainLimit {
             if isCancelled() { throw StrataError.closed(path: store.path) }
             // Offsets fall along the chain (the decoder checks that each previous frame lies
             // before its successor), so the walk ends.
-            guard let record = try? Recovery.readCheckpoint(at: oldest, store: store), let previous = record.previous else { break }
+            guard let record = try? Recovery.readCheckpoint(at: oldest, store: store) else { return oldest.end }
+            guard let previous = record.previous else {
+                return try bytesKept(upTo: oldest, store: store, isCancelled: isCancelled) ?? oldest.end
+            }
             oldest = previous
         }
         return oldest.end
+    }
+
+    /// The file header, the page and value frames before `checkpoint`, and the checkpoint
+    /// frame: the frames walked by their headers alone. Nil when a header does not parse or
+    /// a frame runs past the checkpoint.
+    private static func bytesKept(upTo checkpoint: FrameAddress, store: PageStore, isCancelled: () -> Bool) throws -> UInt64? {
+        var kept = FileHeader.dataStart + UInt64(checkpoint.length)
+        var position = FileHeader.dataStart
+        var frames = 0
+        while position < checkpoint.offset {
+            frames += 1
+            if frames & 0xFFF == 0, isCancelled() { throw StrataError.closed(path: store.path) }
+            let bytes = try store.readBytes(count: FrameHeader.size, at: position)
+            guard bytes.count == FrameHeader.size,
+                  let header = try? bytes.withUnsafeBytes({ try FrameHeader.parse($0, context: store.context(position, "frame")) }),
+                  position + UInt64(header.frameLength) <= checkpoint.offset else { return nil }
+            if header.type == .page || header.type == .value { kept += UInt64(header.frameLength) }
+            position += UInt64(header.frameLength)
+        }
+        return kept
     }
 
     /// Starts `compact()` on a thread of its own unless one is running; `prepare` runs

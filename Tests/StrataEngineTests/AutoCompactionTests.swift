@@ -176,6 +176,27 @@ struct AutoCompactionTests {
         try db.close()
     }
 
+    @Test("a file never compacted is measured from its first checkpoint's pages, not the log before them")
+    func neverCompactedFileIsMeasuredFromItsFirstPages() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        // No automatic checkpoint: four commits of log before the first checkpoint, dead
+        // once it is written.
+        let db = try Database(path: path, options: smallOptions(pageSize: 4096))
+        for round in 0 ..< 4 { try rewriteAll(db, round: UInt64(round)) }
+        try db.checkpoint()
+        let first = try #require(db.writerCounters().checkpoint)
+        let pages = try allFrames(ofFileAt: path).filter { $0.offset < first.offset && $0.type == "page" }.reduce(0) { $0 + $1.length }
+        try rewriteAll(db, round: 4)
+        try db.checkpoint()
+        let latest = try #require(db.writerCounters().checkpoint)
+        let baseline = try Database.sizeAfterLastCompaction(latest: latest, store: db.snapshot().store, isCancelled: { false })
+        #expect(baseline == FileHeader.dataStart + pages + UInt64(first.length))
+        #expect(baseline < first.end / 2)
+        try db.close()
+    }
+
     @Test("a damaged superseded checkpoint ends the walk back along the chain, and the file opens and compacts as usual")
     func damagedOldCheckpointEndsTheWalk() throws {
         let directory = TemporaryDirectory()
