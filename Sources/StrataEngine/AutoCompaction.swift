@@ -119,7 +119,8 @@ extension Database {
         var frames = 0
         while position < checkpoint.offset {
             frames += 1
-            if frames & 0xFFF == 0, isCancelled() { throw StrataError.closed(path: store.path) }
+            // Checked often: `close()` waits for this thread to stop.
+            if frames & 0x3F == 0, isCancelled() { throw StrataError.closed(path: store.path) }
             let bytes = try store.readBytes(count: FrameHeader.size, at: position)
             guard bytes.count == FrameHeader.size,
                   let header = try? bytes.withUnsafeBytes({ try FrameHeader.parse($0, context: store.context(position, "frame")) }),

@@ -140,10 +140,10 @@ struct CompactionTarget {
             try snapshot.scan(name) { key, value in
                 try builder.add(key: key, value: value)
                 copied += 1
-                if copied & 0xFFF == 0 {
-                    if isCancelled() { throw StrataError.closed(path: snapshot.store.path) }
-                    progress?(copied, total)
-                }
+                // Checked often: `close()` waits for a background compaction to stop (4,096
+                // entries between checks was a wait a closing app would notice).
+                if copied & 0xFF == 0, isCancelled() { throw StrataError.closed(path: snapshot.store.path) }
+                if copied & 0xFFF == 0 { progress?(copied, total) }
                 return true
             }
             let root = try builder.finish()

@@ -122,6 +122,7 @@ final class TypedW1<Row: W1Row, Indexed: W1Row>: W1Engine {
 
     func reopen() throws { try database.reopen() }
     func compact() throws -> Bool { try database.compact() }
+    func settle() throws -> Bool { try database.settle() }
     func close() throws { try database.storage.close() }
 }
 

@@ -115,19 +115,16 @@ final class RecordPrefilter {
     /// then decoding must tell. With `checksAll` and no other condition in the query, a
     /// decision is the query's answer (counts need not decode).
     func decides(_ record: UnsafeRawBufferPointer) -> Bool? {
-        // The walk is written out rather than through `forEachField`'s closure, with no call
-        // on its common path (integers, short strings, the compiled comparisons), so the
-        // loop keeps its state in registers (measured: the closure's spills and reloads were
-        // half the walk's instructions).
+        // No call or closure on the walk's common path (integers, short strings, the
+        // compiled comparisons), so the loop keeps its state in registers (measured: a
+        // closure per field spilled and reloaded it, half the walk's instructions).
         context.buffer = record
-        guard record.count >= 2, record[0] == RecordTag.keyed.rawValue else { return nil }
-        var p = 1
-        guard let count = RecordBytes.varint(record, at: &p) else { return nil }
+        guard var walk = RecordFieldWalk(record) else { return nil }
         var undecided = fixed.count + conditions.count
         return fixed.withUnsafeBufferPointer { fixed in
             fixedPoints.withUnsafeBufferPointer { points -> Bool? in
-                for _ in 0 ..< count {
-                    guard let field = RecordBytes.varint(record, at: &p) else { return nil }
+                while let field = walk.nextField() {
+                    let p = walk.position
                     if walked.contains(field) {
                         for i in fixed.indices where UInt64(fixed[i].field) == field {
                             guard let met = FixedWidthCondition.isMet(fixed.baseAddress! + i, in: record, at: p, points: points) else { continue }
@@ -145,12 +142,7 @@ final class RecordPrefilter {
                         // Once every condition is decided the rest of the record is not walked.
                         if undecided == 0 { return true }
                     }
-                    if let end = RecordBytes.endOfScalar(record, at: p) {
-                        p = end
-                    } else {
-                        guard let end = try? context.skip(at: p) else { return nil }
-                        p = end
-                    }
+                    guard walk.stepOverValue(in: context) else { return nil }
                 }
                 // Not all decided: a field absent, of another type, or the record malformed.
                 return nil
@@ -277,31 +269,6 @@ final class RecordPrefilter {
         return true
     }
 
-    /// Calls `body` with the id and value position of each top-level field in `fields`, while
-    /// it returns true; false when the record is not a keyed container, is malformed, or
-    /// `body` stopped or threw. Other fields are stepped over in line (a scan walks every
-    /// record: a call per field was a third of the walk's instructions).
-    @inline(__always)
-    static func forEachField(of record: UnsafeRawBufferPointer, in context: DecodingContext, only fields: FieldSet,
-                             _ body: (_ field: UInt32, _ position: Int) throws -> Bool) -> Bool {
-        context.buffer = record
-        guard !record.isEmpty, record[0] == RecordTag.keyed.rawValue else { return false }
-        var p = 1
-        guard let count = RecordBytes.varint(record, at: &p) else { return false }
-        do {
-            for _ in 0 ..< count {
-                guard let field = RecordBytes.varint(record, at: &p) else { return false }
-                if fields.contains(field) {
-                    guard try body(UInt32(truncatingIfNeeded: field), p) else { return false }
-                }
-                if let end = RecordBytes.endOfScalar(record, at: p) { p = end } else { p = try context.skip(at: p) }
-            }
-            return true
-        } catch {
-            return false
-        }
-    }
-
     /// Appends the key of the string at `position`; false when it is not a string or not
     /// ASCII. (ASCII is its own normalized form, so its key is known without building the
     /// String's normalization; other text is left to decoding.)
@@ -390,11 +357,15 @@ extension ByteOrder {
         let sortFieldIDs = FieldSet(sortFields.map(\.id))
         self.init(keyLength: keyFields.reduce(0) { $0 + ($1.kind == KeyTag.int ? 9 : 1) }, key: { record, key in
             for i in positions.values.indices { positions.values[i] = -1 }
-            let walked = RecordPrefilter.forEachField(of: record, in: context, only: sortFieldIDs) { field, position in
-                for i in keyFields.indices where keyFields[i].id == field { positions.values[i] = position }
-                return true
+            context.buffer = record
+            guard var walk = RecordFieldWalk(record) else { return false }
+            while let field = walk.nextField() {
+                if sortFieldIDs.contains(field) {
+                    for i in keyFields.indices where UInt64(keyFields[i].id) == field { positions.values[i] = walk.position }
+                }
+                guard walk.stepOverValue(in: context) else { return false }
             }
-            guard walked else { return false }
+            guard !walk.isMalformed else { return false }
             for (sortField, position) in zip(keyFields, positions.values) {
                 guard position >= 0 else { return false }
                 let written = withUnsafeTemporaryAllocation(byteCount: 9, alignment: 8) { buffer -> Bool in
