@@ -63,6 +63,7 @@ extension Runner {
         let child = Process()
         child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         child.arguments = ["--crash-load", "\(kind.rawValue):\(directory)", "--crash-records", String(records)]
+            + (StrataKV.checkpointLogBytes.map { ["--checkpoint-log-bytes", String($0)] } ?? [])
         let output = Pipe()
         child.standardOutput = output
         try child.run()

@@ -58,6 +58,9 @@ struct StrataBench: ParsableCommand {
     @Flag(help: "Strata's engine without background compaction (Options.autoCompaction = nil), to weigh what it costs.")
     var noAutoCompaction = false
 
+    @Option(help: "Strata's engine with this Options.checkpointLogBytes (default 64 MiB), to weigh recovery time against bytes written.")
+    var checkpointLogBytes: UInt64?
+
     @Flag(help: "Skip measuring the machine's limits.")
     var noLimits = false
 
@@ -93,6 +96,7 @@ struct StrataBench: ParsableCommand {
     func run() throws {
         // The observing process of the live ops' cross-process latency.
         if let follow { return try Live.follow(follow, ticks: followTicks, postgresURL: postgres) }
+        if let checkpointLogBytes { StrataKV.checkpointLogBytes = checkpointLogBytes }
         // The loader open.after-crash kills.
         if let crashLoad { return try CrashLoad.load(crashLoad, records: crashRecords) }
         if noAutoCompaction { StrataKV.autoCompaction = nil }

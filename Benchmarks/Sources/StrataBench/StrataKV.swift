@@ -11,8 +11,13 @@ final class StrataKV: KeyValueStore {
     static func options() -> Database.Options {
         var options = Database.Options(durability: .full)
         options.autoCompaction = autoCompaction
+        if let checkpointLogBytes { options.checkpointLogBytes = checkpointLogBytes }
         return options
     }
+
+    /// `--checkpoint-log-bytes`: nil keeps the engine's default. Set once, before any engine
+    /// opens (and passed to the loader open.after-crash kills).
+    nonisolated(unsafe) static var checkpointLogBytes: UInt64?
 
     /// The background compaction policy (`--no-auto-compaction`: none). Set once, before
     /// any engine opens.
