@@ -140,6 +140,34 @@ struct AutoCompactionTests {
         try db.close()
     }
 
+    @Test("closing a handle right after its open started a compaction leaves the file whole, and the next open compacts it")
+    func closeRightAfterOpenStopsTheCompaction() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file()
+        let first = try Database(path: path, options: options(nil))
+        try rewriteAll(first, round: 0)
+        let compacted = try first.compact().bytesAfter
+        try first.close()
+        var round: UInt64 = 1
+        while try #require(FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64) < 3 * compacted {
+            try session(path, round: round)
+            round += 1
+        }
+        let policy = options(.init(growth: 2, minimumBytes: 256 << 10))
+        // Whether the walk, the copy or nothing is under way when it is asked to close.
+        try Database(path: path, options: policy).close()
+        #expect(!FileManager.default.fileExists(atPath: path + ".compact"))
+
+        // (Had the compaction won the race with close, the file is compacted already.)
+        let db = try Database(path: path, options: policy)
+        db.waitForBackgroundCompaction()
+        #expect(try db.statistics().failedBackgroundCompactions == 0)
+        #expect(db.writerCounters().end < compacted + compacted / 4)
+        #expect(try db.snapshot().count(in: "t") == 2000)
+        try db.close()
+    }
+
     @Test("a file opened within the policy's growth over its last compaction is left alone")
     func fileWithinGrowthIsLeftAloneWhenOpened() throws {
         let directory = TemporaryDirectory()
