@@ -102,26 +102,33 @@ struct AutoCompactionTests {
         try db.close()
     }
 
+    /// Writes every key and compacts (the size that returns), then runs sessions at `path`
+    /// until the file is three times that size; returns the compacted size and the last
+    /// session's round. Each session grows the file by less than the policy's factor of 2
+    /// over its size when it opened, so no handle's own checkpoints would ever find it due.
+    private func growOverSessions(_ path: String) throws -> (compacted: UInt64, lastRound: UInt64) {
+        let first = try Database(path: path, options: options(nil))
+        try rewriteAll(first, round: 0)
+        let compacted = try first.compact().bytesAfter
+        try first.close()
+        var round: UInt64 = 0
+        var size = compacted
+        while size < 3 * compacted {
+            let before = size
+            round += 1
+            try session(path, round: round)
+            size = try #require(FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64)
+            #expect(size < 2 * before)
+        }
+        return (compacted, round)
+    }
+
     @Test("a file grown over many sessions, none of which doubled it, is compacted in the background when opened")
     func fileGrownOverSessionsIsCompactedWhenOpened() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let path = directory.file()
-        let first = try Database(path: path, options: options(nil))
-        try rewriteAll(first, round: 0)
-        let compacted = try first.compact().bytesAfter
-        try first.close()
-        // Each session grows the file by less than the policy's factor of 2 over its size
-        // when it opened, so no handle's own checkpoints would ever find it due.
-        var round: UInt64 = 1
-        var size = compacted
-        while size < 3 * compacted {
-            let before = size
-            try session(path, round: round)
-            size = try #require(FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64)
-            #expect(size < 2 * before)
-            round += 1
-        }
+        let (compacted, lastRound) = try growOverSessions(path)
 
         let db = try Database(path: path, options: options(.init(growth: 2, minimumBytes: 256 << 10)))
         db.waitForBackgroundCompaction()
@@ -131,7 +138,7 @@ struct AutoCompactionTests {
         #expect(result.bytesBefore >= 3 * compacted)
         #expect(result.bytesAfter < compacted + compacted / 4)
         // Key 0 holds the last session's first value; key 1 the first commit's second.
-        var lastSession = SeededGenerator(seed: round - 1), firstCommit = SeededGenerator(seed: 0)
+        var lastSession = SeededGenerator(seed: lastRound), firstCommit = SeededGenerator(seed: 0)
         let value = { (generator: inout SeededGenerator) in (0 ..< 25).flatMap { _ in withUnsafeBytes(of: generator.next()) { Array($0) } } }
         #expect(try db.snapshot().get(Key(0).bytes, in: "t") == value(&lastSession))
         _ = value(&firstCommit)
@@ -145,15 +152,7 @@ struct AutoCompactionTests {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let path = directory.file()
-        let first = try Database(path: path, options: options(nil))
-        try rewriteAll(first, round: 0)
-        let compacted = try first.compact().bytesAfter
-        try first.close()
-        var round: UInt64 = 1
-        while try #require(FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64) < 3 * compacted {
-            try session(path, round: round)
-            round += 1
-        }
+        let (compacted, _) = try growOverSessions(path)
         let policy = options(.init(growth: 2, minimumBytes: 256 << 10))
         // Whether the walk, the copy or nothing is under way when it is asked to close.
         try Database(path: path, options: policy).close()
