@@ -80,17 +80,28 @@ struct AutoCompactionTests {
         try reopened.close()
     }
 
-    /// 200-byte values that do not compress under `keys` (by default, all 2,000 of the
+    /// The next 200-byte value of `generator`: random bytes, which do not compress.
+    private func value(_ generator: inout SeededGenerator) -> [UInt8] {
+        (0 ..< 25).flatMap { _ in withUnsafeBytes(of: generator.next()) { Array($0) } }
+    }
+
+    /// Values of `value(_:)`, seeded by `round`, under `keys` (by default, all 2,000 of the
     /// tree), written in one commit.
     private func rewriteAll(_ db: Database, round: UInt64, keys: StrideTo<Int> = stride(from: 0, to: 2000, by: 1)) throws {
         var generator = SeededGenerator(seed: round)
         try db.write { tx in
             try tx.createTree("t", ifNotExists: true)
-            for i in keys {
-                let value = (0 ..< 25).flatMap { _ in withUnsafeBytes(of: generator.next()) { Array($0) } }
-                try tx.put(value, forKey: Key(i).bytes, in: "t")
-            }
+            for i in keys { try tx.put(value(&generator), forKey: Key(i).bytes, in: "t") }
         }
+    }
+
+    /// Writes every key at `path` and compacts the file; returns its size then.
+    private func writeAllAndCompact(_ path: String) throws -> UInt64 {
+        let db = try Database(path: path, options: options(nil))
+        try rewriteAll(db, round: 0)
+        let compacted = try db.compact().bytesAfter
+        try db.close()
+        return compacted
     }
 
     /// Opens `path` with no background compaction, rewrites one value in 16 from the first
@@ -107,10 +118,7 @@ struct AutoCompactionTests {
     /// session's round. Each session grows the file by less than the policy's factor of 2
     /// over its size when it opened, so no handle's own checkpoints would ever find it due.
     private func growOverSessions(_ path: String) throws -> (compacted: UInt64, lastRound: UInt64) {
-        let first = try Database(path: path, options: options(nil))
-        try rewriteAll(first, round: 0)
-        let compacted = try first.compact().bytesAfter
-        try first.close()
+        let compacted = try writeAllAndCompact(path)
         var round: UInt64 = 0
         var size = compacted
         while size < 3 * compacted {
@@ -139,7 +147,6 @@ struct AutoCompactionTests {
         #expect(result.bytesAfter < compacted + compacted / 4)
         // Key 0 holds the last session's first value; key 1 the first commit's second.
         var lastSession = SeededGenerator(seed: lastRound), firstCommit = SeededGenerator(seed: 0)
-        let value = { (generator: inout SeededGenerator) in (0 ..< 25).flatMap { _ in withUnsafeBytes(of: generator.next()) { Array($0) } } }
         #expect(try db.snapshot().get(Key(0).bytes, in: "t") == value(&lastSession))
         _ = value(&firstCommit)
         #expect(try db.snapshot().get(Key(1).bytes, in: "t") == value(&firstCommit))
@@ -172,10 +179,7 @@ struct AutoCompactionTests {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let path = directory.file()
-        let first = try Database(path: path, options: options(nil))
-        try rewriteAll(first, round: 0)
-        try first.compact()
-        try first.close()
+        _ = try writeAllAndCompact(path)
         try session(path, round: 1)
 
         let db = try Database(path: path, options: options(.init(growth: 4, minimumBytes: 64 << 10)))
