@@ -4,7 +4,7 @@ import BenchmarkSupport
 import Foundation
 import GRDB
 
-struct UserRecord: Codable, FetchableRecord, PersistableRecord {
+struct UserRecord: Codable, FetchableRecord, PersistableRecord, UserFields {
     static let databaseTableName = "user"
     var id: Int64
     var name: String
@@ -12,9 +12,6 @@ struct UserRecord: Codable, FetchableRecord, PersistableRecord {
     var age: Int
     var score: Double
     var createdAt: Int64
-
-    init(_ u: User) { (id, name, email, age, score, createdAt) = (u.id, u.name, u.email, u.age, u.score, u.createdAt) }
-    var user: User { User(id: id, name: name, email: email, age: age, score: score, createdAt: createdAt) }
 }
 
 struct DocumentRecord: Codable, FetchableRecord, PersistableRecord {
@@ -96,7 +93,7 @@ final class GRDBW1: W1Engine {
     func get(_ ids: [Int64], progress: Progress) throws -> Checksum {
         try database.pool.read { db in
             let statement = try db.cachedStatement(sql: "SELECT * FROM user WHERE id = ?")
-            return try lookUp(ids, progress: progress) { try UserRecord.fetchOne(statement, arguments: [$0])?.user.digest }
+            return try lookUp(ids, progress: progress) { try UserRecord.fetchOne(statement, arguments: [$0])?.digest }
         }
     }
 
@@ -104,7 +101,7 @@ final class GRDBW1: W1Engine {
     var getVariants: [(op: String, run: ([Int64], Progress) throws -> Checksum)] {
         [("get.fetchOne", { [database] ids, progress in
             try database.pool.read { db in
-                try lookUp(ids, progress: progress) { try UserRecord.fetchOne(db, key: $0)?.user.digest }
+                try lookUp(ids, progress: progress) { try UserRecord.fetchOne(db, key: $0)?.digest }
             }
         })]
     }
@@ -113,7 +110,7 @@ final class GRDBW1: W1Engine {
         try database.pool.read { db in
             var sum = Checksum()
             let cursor = try request.fetchCursor(db)
-            while let record = try cursor.next() { sum.add(record.user) }
+            while let record = try cursor.next() { sum.add(record.digest) }
             return sum
         }
     }
