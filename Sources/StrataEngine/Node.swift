@@ -224,9 +224,13 @@ final class LeafNode: @unchecked Sendable {
         let position = index < starts.count ? Int(starts[index]) : storage.count
         // Grow at the end and move the tail up in one memmove, then write the entry into the
         // gap. (`insert(contentsOf:at:)` of zeros went through the generic replaceSubrange:
-        // 12% of a W1 load's instructions.)
+        // 12% of a W1 load's instructions; appending `repeatElement(0, …)` copied byte by
+        // byte, ~235 instructions a put; a zeroed buffer is appended by one memcpy.)
         let tail = storage.count - position
-        storage.append(contentsOf: repeatElement(0, count: sizes.memory))
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: sizes.memory) { zeros in
+            zeros.initialize(repeating: 0)
+            storage.append(contentsOf: zeros)
+        }
         storage.withUnsafeMutableBytes { raw in
             // copyMemory is a memmove: the regions may overlap.
             if tail > 0 { (raw.baseAddress! + position + sizes.memory).copyMemory(from: raw.baseAddress! + position, byteCount: tail) }
@@ -255,11 +259,16 @@ final class LeafNode: @unchecked Sendable {
         pageBytes -= pageSize
     }
 
+    /// Moves the starts of the entries after `index` by `delta` bytes. One pass over the
+    /// buffer in wrapping arithmetic, which the compiler vectorizes: each start and its
+    /// result lie within the page, so the 32-bit sum is exact. (The element subscript of a
+    /// class's array checked uniqueness, bounds and overflow per entry: 12% of a W1 load's
+    /// instructions, ~660 per record put; callgrind.)
     private func shiftStarts(after index: Int, by delta: Int) {
-        var i = index + 1
-        while i < starts.count {
-            starts[i] = UInt32(Int(starts[i]) + delta)
-            i += 1
+        guard index + 1 < starts.count else { return }
+        let shift = UInt32(truncatingIfNeeded: delta)
+        starts.withUnsafeMutableBufferPointer { starts in
+            for i in index + 1 ..< starts.count { starts[i] &+= shift }
         }
     }
 
