@@ -12,7 +12,8 @@ extension Database {
     /// far (its checkpoints, one at each close, name the one before them back to the last
     /// compaction's, which tells its size then), so growth that spread over many short
     /// sessions counts too. Writers keep committing while it copies; they wait only for its
-    /// final step (`CompactionResult.writerPause`). So the file stays under `growth` times
+    /// final step, or its slices when they commit as fast as it carries
+    /// (`CompactionResult.writerPause`, `Statistics.longestBackgroundWriterPause`). So the file stays under `growth` times
     /// the live data it held at its last compaction. Closing the handle stops a compaction
     /// under way (the next open starts it again).
     ///
@@ -171,6 +172,7 @@ final class BackgroundCompaction: Sendable {
         var completed: UInt64 = 0
         var failed: UInt64 = 0
         var last: CompactionResult?
+        var longestPause: Duration = .zero
     }
 
     private let state = Mutex(State())
@@ -197,6 +199,7 @@ final class BackgroundCompaction: Sendable {
         state.withLock {
             $0.completed += 1
             $0.last = result
+            $0.longestPause = max($0.longestPause, result.writerPause)
         }
     }
 
@@ -205,7 +208,7 @@ final class BackgroundCompaction: Sendable {
     /// Blocks until no background compaction runs.
     func wait() { idle.wait() }
 
-    var counters: (completed: UInt64, failed: UInt64, last: CompactionResult?) {
-        state.withLock { ($0.completed, $0.failed, $0.last) }
+    var counters: (completed: UInt64, failed: UInt64, last: CompactionResult?, longestPause: Duration) {
+        state.withLock { ($0.completed, $0.failed, $0.last, $0.longestPause) }
     }
 }

@@ -58,6 +58,9 @@ public struct Statistics: Sendable, Equatable {
     public var failedBackgroundCompactions: UInt64
     /// The latest background compaction: sizes before and after, and the writers' pause.
     public var lastBackgroundCompaction: CompactionResult?
+    /// The longest time any background compaction of this handle held writers back at once
+    /// (`CompactionResult.writerPause`); zero before the first.
+    public var longestBackgroundWriterPause: Duration = .zero
     /// Every tree, with its entry count.
     public var trees: [Tree]
 }
@@ -181,7 +184,7 @@ extension Database {
             salvagedFromOffset: openReport.salvagedFrom, failedAutomaticCheckpoints: writer.failedCheckpoints,
             isPoisoned: writer.poisoned, durableCommits: synced.commits, commitSyncs: synced.syncs,
             backgroundCompactions: compacted.completed, failedBackgroundCompactions: compacted.failed,
-            lastBackgroundCompaction: compacted.last,
+            lastBackgroundCompaction: compacted.last, longestBackgroundWriterPause: compacted.longestPause,
             trees: snapshot.treeNames.map { Statistics.Tree(name: $0, entryCount: Int(snapshot.trees[$0]!.entryCount)) })
     }
 

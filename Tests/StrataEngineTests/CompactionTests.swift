@@ -163,6 +163,38 @@ struct CompactionTests {
         try reopened.close()
     }
 
+    @Test("commits the rounds beside the writers leave are carried in slices, each holding writers back, and none is lost")
+    func restIsCarriedInSlices() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let db = try Database(path: directory.file(), options: smallOptions())
+        try filled(db, numbered: 1)
+        var commits = 0
+        // No rounds beside the writers (as when a bulk load outpaces them): every commit made
+        // during the copy, ~3 MiB of log, is left to the holds.
+        let result = try db.compactions.withLock { _ in
+            try db.compactHoldingTurn(progress: { _, _ in
+                guard commits == 0 else { return }
+                for t in 0 ..< 10 {
+                    try? db.write { tx in
+                        try tx.createTree("sliced", ifNotExists: true)
+                        for i in 0 ..< 400 { try tx.put([UInt8](repeating: UInt8(t), count: 800), forKey: Key(t, i).bytes, in: "sliced") }
+                    }
+                    commits += 1
+                }
+            }, rounds: CarryOverRounds(maxRounds: 0))
+        }
+        #expect(commits == 10)
+        #expect(result.commitsCarriedOver == 10)
+        #expect(result.writerHolds > 1)
+        try db.close()
+        let reopened = try Database(path: directory.file(), options: smallOptions())
+        #expect(try reopened.snapshot().count(in: "sliced") == 4_000)
+        #expect(try reopened.snapshot().get(Key(9, 399).bytes, in: "sliced") == [UInt8](repeating: 9, count: 800))
+        #expect(try NumberedWorkload.content(of: reopened) == NumberedWorkload.states(through: 1)[1])
+        try reopened.close()
+    }
+
     @Test("a writer thread committing all through two compactions loses no acknowledged commit")
     func concurrentWriterLosesNothing() throws {
         let directory = TemporaryDirectory()

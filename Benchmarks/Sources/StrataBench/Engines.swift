@@ -25,6 +25,9 @@ protocol W1Engine: AnyObject {
     /// Waits until the space reclamation the engine runs on its own (strata's background
     /// compaction) is finished; false when it has none the benchmark can wait for.
     func settle() throws -> Bool
+    /// The longest time the engine's own background compactions held writers back at once
+    /// so far (strata); nil for engines without them.
+    var longestBackgroundWriterPause: Duration? { get }
     func close() throws
     /// Compacts while a thread commits `users`, one durable transaction each; nil when the
     /// engine cannot compact beside writers.
@@ -38,6 +41,7 @@ protocol W1Engine: AnyObject {
 
 extension W1Engine {
     func settle() throws -> Bool { false }
+    var longestBackgroundWriterPause: Duration? { nil }
     func compactBesideWriter(_ users: [User]) throws -> CompactionBesideWriter? { nil }
     var getVariants: [(op: String, run: ([Int64], Progress) throws -> Checksum)] { [] }
     var commitVariants: [(op: String, run: ([User]) throws -> Void)] { [] }

@@ -21,6 +21,8 @@ protocol KeyValueStore: AnyObject {
     func compact() throws -> Bool
     /// `W1Engine.settle`.
     func settle() throws -> Bool
+    /// `W1Engine.longestBackgroundWriterPause`.
+    var longestBackgroundWriterPause: Duration? { get }
     /// Compacts while `write` may run on other threads; how long writers were held up (ms)
     /// and the commits carried over. Nil for engines that cannot.
     func compactBesideWriters() throws -> (writerPauseMs: Double, carriedOver: Int)?
@@ -30,6 +32,7 @@ protocol KeyValueStore: AnyObject {
 extension KeyValueStore {
     func compactBesideWriters() throws -> (writerPauseMs: Double, carriedOver: Int)? { nil }
     func settle() throws -> Bool { false }
+    var longestBackgroundWriterPause: Duration? { nil }
 }
 
 /// Reads inside a write transaction see the committed state (LevelDB's batches are not
@@ -219,6 +222,7 @@ final class BinaryW1<Store: KeyValueStore>: W1Engine {
     func reopen() throws { try store.reopen() }
     func compact() throws -> Bool { try store.compact() }
     func settle() throws -> Bool { try store.settle() }
+    var longestBackgroundWriterPause: Duration? { store.longestBackgroundWriterPause }
     func close() throws { try store.close() }
 
     /// Compacts while a thread commits `users` one durable transaction each, as fast as it
@@ -267,10 +271,6 @@ final class BinaryW1<Store: KeyValueStore>: W1Engine {
             commits += 1
         }
         return (commits, worst)
-    }
-
-    private func milliseconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
     }
 }
 

@@ -139,6 +139,10 @@ enum Limits {
 func time(_ body: () throws -> Void) rethrows -> Double {
     let start = ContinuousClock.now
     try body()
-    let elapsed = ContinuousClock.now - start
-    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    return milliseconds(ContinuousClock.now - start) / 1000
+}
+
+/// `duration` in milliseconds, as the reports give pauses and latencies.
+func milliseconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
 }

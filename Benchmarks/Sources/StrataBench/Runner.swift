@@ -96,6 +96,9 @@ final class Runner {
                 try measure(label, "insert.batch", name, count: inserted.count, unit: "records/s") {
                     try engine.insert(inserted, transactionSize: 1_000, progress: progress); return nil
                 }
+                if wants("compact.background-pause"), let pause = engine.longestBackgroundWriterPause {
+                    record(label, "compact.background-pause", name, milliseconds(pause), "ms")
+                }
                 try engine.close()
                 // Closing waits for background work (LevelDB's compactions) the load caused.
                 if wants("write.amplification"), let written, let after = ProcessStats.bytesWritten() {

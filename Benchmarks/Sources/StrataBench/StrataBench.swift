@@ -17,7 +17,7 @@ struct StrataBench: ParsableCommand {
             get.threads2 and get.threads4 (key-value engines), get.reopened (get after closing and opening the file), scan.filter, scan.index, \
             update, commit.durable, commit.durable.threads2 and commit.durable.threads4 (key-value engines: the same one-record \
             durable transactions from 2 and 4 threads at once), reopen, open.after-crash (ms to open a file whose loading process was \
-            killed halfway; the acknowledged records verified), compact.beside-writer (strata: compaction while a thread commits, with compact.writer-pause, compact.worst-commit and compact.commits-beside), memory.peak, size (as the workload left the file), size.settled (strata: once its background compaction, if one is running, has finished), size.compacted; W2 insert.batch, get, scan.filter, \
+            killed halfway; the acknowledged records verified), compact.beside-writer (strata: compaction while a thread commits, with compact.writer-pause, compact.worst-commit and compact.commits-beside), compact.background-pause (strata: the longest time its background compactions held the insert.batch load's writer back at once), memory.peak, size (as the workload left the file), size.settled (strata: once its background compaction, if one is running, has finished), size.compacted; W2 insert.batch, get, scan.filter, \
             size, size.compacted; W3 persist, read all, read pinned by id; W4 (the notes app: strata-typed, GRDB, \
             SQLite) insert, notebook page newest first, first page by tag, top-50 by priority, count by two fields, \
             keyset paging; live: latency in-process and \

@@ -60,14 +60,15 @@ final class StrataKV: KeyValueStore {
         // A compaction the load started in the background is not this measurement's.
         database.waitForBackgroundCompaction()
         let result = try database.compact()
-        let pause = result.writerPause.components
-        return (Double(pause.seconds) * 1000 + Double(pause.attoseconds) / 1e15, result.commitsCarriedOver)
+        return (milliseconds(result.writerPause), result.commitsCarriedOver)
     }
 
     func settle() throws -> Bool {
         database.waitForBackgroundCompaction()
         return true
     }
+
+    var longestBackgroundWriterPause: Duration? { try? database.statistics().longestBackgroundWriterPause }
 
     func close() throws { try database.close() }
 

@@ -38,6 +38,8 @@ final class TypedDatabase {
         storage.database.waitForBackgroundCompaction()
         return true
     }
+
+    var longestBackgroundWriterPause: Duration? { try? storage.database.statistics().longestBackgroundWriterPause }
 }
 
 /// W1 through the typed layer. `Row` is the model inserts use before the age index exists,
@@ -123,6 +125,7 @@ final class TypedW1<Row: W1Row, Indexed: W1Row>: W1Engine {
     func reopen() throws { try database.reopen() }
     func compact() throws -> Bool { try database.compact() }
     func settle() throws -> Bool { try database.settle() }
+    var longestBackgroundWriterPause: Duration? { database.longestBackgroundWriterPause }
     func close() throws { try database.storage.close() }
 }
 
