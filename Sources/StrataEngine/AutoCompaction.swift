@@ -13,8 +13,8 @@ extension Database {
     /// compaction's, which tells its size then), so growth that spread over many short
     /// sessions counts too. Writers keep committing while it copies; they wait only for its
     /// final step, or its slices when they commit as fast as it carries
-    /// (`CompactionResult.writerPause`, `Statistics.longestBackgroundWriterPause`). So the file stays under `growth` times
-    /// the live data it held at its last compaction. Closing the handle stops a compaction
+    /// (`CompactionResult.writerPause`, `Statistics.longestBackgroundWriterPause`). So the
+    /// file stays under `growth` times the live data it held at its last compaction. Closing the handle stops a compaction
     /// under way (the next open starts it again).
     ///
     /// ```swift

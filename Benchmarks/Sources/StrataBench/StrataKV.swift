@@ -68,7 +68,7 @@ final class StrataKV: KeyValueStore {
         return true
     }
 
-    var longestBackgroundWriterPause: Duration? { try? database.statistics().longestBackgroundWriterPause }
+    var longestBackgroundWriterPause: Duration? { database.longestBackgroundWriterPause }
 
     func close() throws { try database.close() }
 
@@ -92,5 +92,15 @@ final class StrataKV: KeyValueStore {
 extension StrataKV.View: KeyValueWriter where Base == WriteTransaction {
     func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, in space: KeySpace) throws {
         try base.put(value, forKey: key, in: StrataKV.tree(space))
+    }
+}
+
+extension Database {
+    /// `Statistics.longestBackgroundWriterPause`, nil until a background compaction has
+    /// finished (a zero would read as a measured pause): `compact.background-pause`, for
+    /// the engine and the typed layer alike.
+    var longestBackgroundWriterPause: Duration? {
+        guard let statistics = try? statistics(), statistics.backgroundCompactions > 0 else { return nil }
+        return statistics.longestBackgroundWriterPause
     }
 }

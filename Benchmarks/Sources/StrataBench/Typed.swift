@@ -39,7 +39,7 @@ final class TypedDatabase {
         return true
     }
 
-    var longestBackgroundWriterPause: Duration? { try? storage.database.statistics().longestBackgroundWriterPause }
+    var longestBackgroundWriterPause: Duration? { storage.database.longestBackgroundWriterPause }
 }
 
 /// W1 through the typed layer. `Row` is the model inserts use before the age index exists,
