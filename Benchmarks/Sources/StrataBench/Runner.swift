@@ -39,19 +39,29 @@ final class Runner {
 
     /// Times `body`, records `count / seconds` in `unit`, and checks its checksum. An op
     /// later ops depend on (it loads or changes the data) runs even when not reported.
+    ///
+    /// A `repeated` op (one that only reads, so each run sees the same data) runs
+    /// `RepeatedRuns.plan` times and records the median: a scan of 1M records takes 50–200
+    /// ms here, and one such run moved ±50% between runs of the whole benchmark on this VM.
     func measure(_ workload: String, _ op: String, _ engine: String, count: Int, unit: String,
-                 expect: Checksum? = nil, alwaysRuns: Bool = false, _ body: () throws -> Checksum?) throws {
+                 expect: Checksum? = nil, alwaysRuns: Bool = false, repeated: Bool = false,
+                 _ body: () throws -> Checksum?) throws {
         let reported = wants(op)
         guard reported || alwaysRuns else { return }
         progress.begin("\(workload) \(engine) \(op)")
-        var result: Checksum?
-        let seconds = try time { result = try body() }
-        if let expect, result != expect {
-            throw BenchError("\(workload) \(engine) \(op) read \(result.map(String.init(describing:)) ?? "nothing"), expected \(expect)")
-        }
+        var runs = RepeatedRuns(repeated: repeated)
+        repeat {
+            var result: Checksum?
+            let seconds = try time { result = try body() }
+            if let expect, result != expect {
+                throw BenchError("\(workload) \(engine) \(op) read \(result.map(String.init(describing:)) ?? "nothing"), expected \(expect)")
+            }
+            runs.add(seconds)
+        } while runs.wantsAnother
+        let seconds = runs.median
         let value = unit == "ms" ? seconds * 1000 : Double(count) / seconds
         if reported { record(workload, op, engine, value, unit) }
-        progress.end("\(format(value)) \(unit)\(expect == nil ? "" : ", verified")")
+        progress.end("\(format(value)) \(unit)\(expect == nil ? "" : ", verified")\(runs.summary)")
     }
 
     /// Bytes of the files under `path`.
@@ -113,11 +123,11 @@ final class Runner {
                 try engine.insert(inserted, transactionSize: inserted.count, progress: progress); return nil
             }
 
-            try measure(label, "get", name, count: data.lookups.count, unit: "lookups/s", expect: expectedGet) {
+            try measure(label, "get", name, count: data.lookups.count, unit: "lookups/s", expect: expectedGet, repeated: true) {
                 try engine.get(data.lookups, progress: progress)
             }
             for variant in engine.getVariants {
-                try measure(label, variant.op, name, count: data.lookups.count, unit: "lookups/s", expect: expectedGet) {
+                try measure(label, variant.op, name, count: data.lookups.count, unit: "lookups/s", expect: expectedGet, repeated: true) {
                     try variant.run(data.lookups, progress)
                 }
             }
@@ -130,14 +140,14 @@ final class Runner {
                     try engine.get(data.lookups, progress: progress)
                 }
             }
-            try measure(label, "scan.filter", name, count: inserted.count, unit: "records/s", expect: expectedFilter) {
+            try measure(label, "scan.filter", name, count: inserted.count, unit: "records/s", expect: expectedFilter, repeated: true) {
                 try engine.scanFilter(ages: W1Data.ageRange)
             }
             progress.begin("\(label) \(name) building the age index")
             try engine.createAgeIndex()
             progress.end("done")
             let queries = max(1, min(5, 5_000_000 / max(records, 1)))
-            try measure(label, "scan.index", name, count: queries, unit: "queries/s", expect: expectedFilter) {
+            try measure(label, "scan.index", name, count: queries, unit: "queries/s", expect: expectedFilter, repeated: true) {
                 var last: Checksum?
                 for _ in 0 ..< queries { last = try engine.queryAgeIndex(ages: W1Data.ageRange) }
                 return last
@@ -239,10 +249,10 @@ final class Runner {
             try measure("W2", "insert.batch", name, count: count, unit: "records/s", alwaysRuns: true) {
                 try engine.insert(inserted, transactionSize: 1_000, progress: progress); return nil
             }
-            try measure("W2", "get", name, count: data.lookups.count, unit: "lookups/s", expect: data.expectedGet()) {
+            try measure("W2", "get", name, count: data.lookups.count, unit: "lookups/s", expect: data.expectedGet(), repeated: true) {
                 try engine.get(data.lookups, progress: progress)
             }
-            try measure("W2", "scan.filter", name, count: count, unit: "records/s", expect: data.expectedTagFilter()) {
+            try measure("W2", "scan.filter", name, count: count, unit: "records/s", expect: data.expectedTagFilter(), repeated: true) {
                 try engine.scanFilter(tag: data.filterTag)
             }
             try recordSizes("W2", name, path: path, compact: { try engine.compact() }, close: { try engine.close() })
@@ -280,14 +290,14 @@ final class Runner {
             try measure("W3", "persist", name, count: count + messages, unit: "records/s") {
                 try dao.persist(plains); return nil
             }
-            try measure("W3", "read all", name, count: count + messages, unit: "records/s") {
+            try measure("W3", "read all", name, count: count + messages, unit: "records/s", repeated: true) {
                 let all = try dao.read()
                 guard all.count == count, all.allSatisfy({ $0.messages.count == W3.messagesPerDialog }) else {
                     throw BenchError("W3 \(name) read \(all.count) dialogs, expected \(count) of \(W3.messagesPerDialog) messages")
                 }
                 return nil
             }
-            try measure("W3", "read pinned by id", name, count: pinned.count, unit: "dialogs/s") {
+            try measure("W3", "read pinned by id", name, count: pinned.count, unit: "dialogs/s", repeated: true) {
                 let found = try dao.read(predicatedBy: #Predicate { $0.isPinned == true }, orderedBy: \.id).map(\.id)
                 guard found == pinned else { throw BenchError("W3 \(name) read \(found.count) pinned dialogs, expected \(pinned.count)") }
                 return nil

@@ -245,20 +245,20 @@ extension Runner {
             func check(_ op: String, _ query: Int, _ found: [Int64], _ expected: [Int64]) throws {
                 guard found == expected else { throw BenchError("W4 \(name) \(op) #\(query): \(found.count) ids \(found.prefix(5))…, expected \(expected.count) ids \(expected.prefix(5))…") }
             }
-            try measure("W4", "notebook page, newest first", name, count: queries, unit: "queries/s") {
+            try measure("W4", "notebook page, newest first", name, count: queries, unit: "queries/s", repeated: true) {
                 for q in 0 ..< queries { try check("notebook page", q, try engine.notebookPage(data.notebook(q), limit: W4Data.notebookPage), expected.notebookPages[q]) }
                 return nil
             }
-            try measure("W4", "first page by tag", name, count: queries, unit: "queries/s") {
+            try measure("W4", "first page by tag", name, count: queries, unit: "queries/s", repeated: true) {
                 for q in 0 ..< queries { try check("tag page", q, try engine.tagPage(data.tag(q), limit: W4Data.tagPage), expected.tagPages[q]) }
                 return nil
             }
             let top = data.expectedTopPriority
-            try measure("W4", "top-50 by priority", name, count: queries, unit: "queries/s") {
+            try measure("W4", "top-50 by priority", name, count: queries, unit: "queries/s", repeated: true) {
                 for q in 0 ..< queries { try check("top priority", q, try engine.topPriority(limit: W4Data.topCount), top) }
                 return nil
             }
-            try measure("W4", "count by two fields", name, count: queries, unit: "queries/s") {
+            try measure("W4", "count by two fields", name, count: queries, unit: "queries/s", repeated: true) {
                 for q in 0 ..< queries {
                     let (done, priority) = data.countFilter(q)
                     let found = try engine.count(done: done, priority: priority)
@@ -266,7 +266,7 @@ extension Runner {
                 }
                 return nil
             }
-            try measure("W4", "keyset paging", name, count: notebooks * W4Data.keysetPages, unit: "pages/s") {
+            try measure("W4", "keyset paging", name, count: notebooks * W4Data.keysetPages, unit: "pages/s", repeated: true) {
                 for q in 0 ..< notebooks {
                     var ids: [Int64] = [], before: Int64?
                     for _ in 0 ..< W4Data.keysetPages {
