@@ -6,6 +6,14 @@ enum NodeRef: @unchecked Sendable {
     case stored(FrameAddress)
 }
 
+/// A `NodeRef` read without retaining its node: valid only while the node that holds the
+/// reference is (see `TreeReader.locate`).
+enum UnretainedNodeRef {
+    case leaf(Unmanaged<LeafNode>)
+    case branch(Unmanaged<BranchNode>)
+    case stored(FrameAddress)
+}
+
 /// A node at hand in memory: what resolving a `NodeRef` yields.
 enum Node: @unchecked Sendable {
     case leaf(LeafNode)
@@ -364,6 +372,24 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
     func childIndex(for key: UnsafeRawBufferPointer) -> Int {
         let (index, found) = heads.search(in: 0 ..< heads.count, for: key) { compareBytes(keys[$0], key) }
         return found ? index + 1 : index
+    }
+
+    /// The child whose range holds `key`, not retained: valid while this branch is.
+    @inline(__always)
+    func unretainedChild(for key: UnsafeRawBufferPointer) -> UnretainedNodeRef {
+        unretainedChild(at: childIndex(for: key))
+    }
+
+    /// Child `index`, not retained: valid while this branch holds it.
+    @inline(__always)
+    func unretainedChild(at index: Int) -> UnretainedNodeRef {
+        children.withUnsafeBufferPointer { children in
+            switch children[index] {
+            case .leaf(let leaf): .leaf(Unmanaged.passUnretained(leaf))
+            case .branch(let branch): .branch(Unmanaged.passUnretained(branch))
+            case .stored(let address): .stored(address)
+            }
+        }
     }
 
     /// Inserts `child` at `index` with `separator` as its lower bound.

@@ -269,6 +269,34 @@ struct BTreeTests {
         }
     }
 
+    @Test("puts that fit their leaves change nodes in place only when the transaction owns them: a snapshot taken before reads its own values")
+    func inPlacePutsLeaveSnapshotsAlone() throws {
+        try withDatabase { db, _ in
+            let keys = (0 ..< 3_000).map { Key($0 * 2).bytes }
+            try db.write { tx in
+                try tx.createTree("t")
+                for key in keys { try tx.put([1], forKey: key, in: "t") }
+            }
+            #expect(try depth(db, "t") >= 3)
+            let before = try db.snapshot()
+            try db.write { tx in
+                // Replacements and new keys between the old ones, in random order: after the
+                // first put the root is this transaction's, so most go in place.
+                var rng = SystemRandomNumberGenerator()
+                for key in keys.shuffled(using: &rng).prefix(1_000) { try tx.put([2], forKey: key, in: "t") }
+                for i in (0 ..< 1_000).shuffled(using: &rng) { try tx.put([3], forKey: Key(i * 2 + 1).bytes, in: "t") }
+                #expect(try tx.count(in: "t") == 4_000)
+            }
+            var values: [[UInt8]] = []
+            try before.scan("t", in: KeyRange()) { _, value in values.append(Array(value)); return true }
+            #expect(values.count == 3_000 && values.allSatisfy { $0 == [1] })
+            let after = try db.snapshot()
+            #expect(try after.count(in: "t") == 4_000)
+            #expect(try (0 ..< 1_000).allSatisfy { try after.get(Key($0 * 2 + 1).bytes, in: "t") == [3] })
+            #expect(try keys.filter { try after.get($0, in: "t") == [2] }.count == 1_000)
+        }
+    }
+
     @Test("one million keys: insert, ordered iteration, random deletes")
     func millionKeys() throws {
         let n = TestScale.bigTreeKeys
