@@ -554,7 +554,11 @@ public final class Database: Sendable {
             current = snapshot
             return old
         }
-        if let replaced { Self.reclaimer.async { withExtendedLifetime(replaced) {} } }
+        // Only a last reference is worth handing over: dropping another is one decrement,
+        // cheaper than waking the queue (a reader's snapshot still holds the state).
+        guard var replaced, isKnownUniquelyReferenced(&replaced) else { return }
+        let last = replaced
+        Self.reclaimer.async { withExtendedLifetime(last) {} }
     }
 
     /// Where replaced states are released (`publish`): one serial queue for every handle,
