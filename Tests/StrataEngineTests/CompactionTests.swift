@@ -137,6 +137,15 @@ struct CompactionTests {
         try reopened.close()
     }
 
+    /// One commit of 400 values of 800 bytes (~300 KB of log), each `number` repeated, under
+    /// the keys (number, 0) … (number, 399) of `tree`.
+    func commitBlock(numbered number: Int, to db: Database, tree: String) throws {
+        try db.write { tx in
+            try tx.createTree(tree, ifNotExists: true)
+            for i in 0 ..< 400 { try tx.put([UInt8](repeating: UInt8(number), count: 800), forKey: Key(number, i).bytes, in: tree) }
+        }
+    }
+
     @Test("many commits during the copy are carried over in rounds beside the writers, then the rest while they wait")
     func manyCommitsAreCarriedOverInRounds() throws {
         let directory = TemporaryDirectory()
@@ -148,10 +157,7 @@ struct CompactionTests {
         // first round runs beside the writers.
         let result = try db.compact { _, _ in
             calls += 1
-            try? db.write { tx in
-                try tx.createTree("rounds", ifNotExists: true)
-                for i in 0 ..< 400 { try tx.put([UInt8](repeating: UInt8(calls), count: 800), forKey: Key(calls, i).bytes, in: "rounds") }
-            }
+            try? commitBlock(numbered: calls, to: db, tree: "rounds")
         }
         #expect(calls == 2)
         #expect(result.commitsCarriedOver == 2)
@@ -176,10 +182,7 @@ struct CompactionTests {
             try db.compactHoldingTurn(progress: { _, _ in
                 guard commits == 0 else { return }
                 for t in 0 ..< 10 {
-                    try? db.write { tx in
-                        try tx.createTree("sliced", ifNotExists: true)
-                        for i in 0 ..< 400 { try tx.put([UInt8](repeating: UInt8(t), count: 800), forKey: Key(t, i).bytes, in: "sliced") }
-                    }
+                    try? commitBlock(numbered: t, to: db, tree: "sliced")
                     commits += 1
                 }
             }, rounds: CarryOverRounds(maxRounds: 0))
