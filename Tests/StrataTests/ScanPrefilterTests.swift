@@ -345,4 +345,60 @@ struct ScanPrefilterTests {
             try storage.close()
         }
     }
+
+    /// A declared model whose records can differ in layout: an optional that may be absent,
+    /// a string that may need a two-byte length, an integer that may need a long varint.
+    struct Visit: Model, Equatable {
+        var id: Int64
+        var note: String?
+        var host: String
+        var hits: Int
+        var weight: Double
+        static let collectionName = "visits"
+        static let schema = Schema<Visit>(primaryKey: \.id)
+        static let storedFields: [StoredField<Visit>] = [.field(\.id), .field(\.note), .field(\.host), .field(\.hits), .field(\.weight)]
+    }
+
+    /// `count` visits from id 1, one in `every` laid out unlike the others, in turn without
+    /// its note, with a host of 130+ bytes, with a hit count of eight varint bytes, and
+    /// with non-ASCII text.
+    static func visits(count: Int, oddOneIn every: Int) -> [Visit] {
+        (1 ... count).map { i in
+            let odd = i % every == 0 ? (i / every) % 4 : -1
+            return Visit(id: Int64(i), note: odd == 0 ? nil : "n\(i)",
+                         host: odd == 1 ? String(repeating: "h", count: 130 + i % 5) : odd == 3 ? "hôte-\(i)" : "h\(i)",
+                         hits: odd == 2 ? (i % 2 == 0 ? 1 : -1) * (1 << 50 + i) : i % 40, weight: Double(i % 9) / 3)
+        }
+    }
+
+    /// Reads and counts of conditions on `hits` and `weight` (after three other fields), as
+    /// the array answers them.
+    func expectArrayAnswers(_ visits: [Visit], in storage: StrataStorage) throws {
+        func check(_ filter: Filter<Visit>, _ expected: (Visit) -> Bool, _ label: String) throws {
+            let query = Visit.filter(filter)
+            #expect(try storage.explain(query).access == .fullScan)
+            #expect(try storage.read(query) == visits.filter(expected), "\(label)")
+            #expect(try storage.count(query) == visits.filter(expected).count, "\(label) (count)")
+        }
+        try check(.between(\.hits, 10 ... 20), { (10 ... 20).contains($0.hits) }, "hits in 10...20")
+        try check(\.hits > 1 << 49, { $0.hits > 1 << 49 }, "hits > 2^49")
+        try check(\.hits < 0, { $0.hits < 0 }, "hits < 0")
+        try check(\.weight >= 2.0, { $0.weight >= 2.0 }, "weight >= 2")
+        try check(\.hits <= 5 && \.weight < 1.0, { $0.hits <= 5 && $0.weight < 1.0 }, "hits <= 5 and weight < 1")
+    }
+
+    /// With one record in 9 laid out otherwise, the layout learned from the first record
+    /// serves most of the scan; with every record odd (the first has a long host), the scan
+    /// gives that layout up and walks each record.
+    @Test("a scan decides each record by its own bytes, whatever the first record's layout and however often records differ from it",
+          arguments: [9, 1])
+    func recordsUnlikeTheFirstAreDecidedByTheirBytes(oddOneIn every: Int) throws {
+        try withFile { path in
+            let storage = try StrataStorage(path: path)
+            let visits = Self.visits(count: 600, oddOneIn: every)
+            try storage.persist(visits)
+            try expectArrayAnswers(visits, in: storage)
+            try storage.close()
+        }
+    }
 }

@@ -142,6 +142,12 @@ struct FixedWidthCondition {
         return low <= high ? (low, high - low) : (0, nil)
     }
 
+    /// For a range on signed integers, the key bits a stored integer's must lie in (`low
+    /// ... low + span`, one unsigned comparison); nil for every other condition.
+    var integerBits: (low: UInt64, span: UInt64)? {
+        test == .bitsRange && kind == KeyTag.int ? (low, span) : nil
+    }
+
     /// Whether the value at `position` of `record` meets `condition`; nil when its stored
     /// type cannot be converted to `kind` exactly, or the bytes are malformed (decoding
     /// decides then).

@@ -61,4 +61,13 @@ struct RecordFieldWalk {
         position = end
         return true
     }
+
+    /// Steps over the current field's value when it is a scalar (`RecordBytes.endOfScalar`);
+    /// false for a container or malformed bytes (then the walk stops, not `isMalformed`).
+    @inline(__always)
+    mutating func stepOverScalar() -> Bool {
+        guard let end = RecordBytes.endOfScalar(record, at: position) else { return false }
+        position = end
+        return true
+    }
 }

@@ -46,10 +46,20 @@ final class RecordPrefilter {
     }
 
     /// Conditions on numbers, Booleans and dates, compiled to integer comparisons: trivial values,
-    /// so checking one costs no reference counting, copy or `memcmp` per record.
-    private let fixed: [FixedWidthCondition]
+    /// so checking one costs no reference counting, copy or `memcmp` per record. Held in
+    /// memory of the prefilter's own, so a record's check reaches them with no array access.
+    private let fixed: UnsafeMutableBufferPointer<FixedWidthCondition>
     /// The values of `fixed` conditions that are sets of points (`==`, `IN`).
-    private let fixedPoints: [FixedKey]
+    private let fixedPoints: UnsafeMutableBufferPointer<FixedKey>
+    /// How many conditions a record must meet: `fixed` and `conditions`.
+    private let conditionCount: Int
+    /// The layout of the fields up to the last condition's, learned from the first record
+    /// when every condition is a fixed one; empty when there is none (yet, or for good).
+    @exclusivity(unchecked) private var shape: UnsafeMutableBufferPointer<RecordShape.Step> = .init(start: nil, count: 0)
+    /// Whether the shape was learned or given up on: it is learned once.
+    @exclusivity(unchecked) private var shapeSettled = false
+    /// Records the shape decided, and those it did not fit.
+    @exclusivity(unchecked) private var shapeHits = 0, shapeMisses = 0
     /// Every other condition (strings, array elements, bounds that are not plain values),
     /// compared as keys.
     private let conditions: [Condition]
@@ -87,10 +97,22 @@ final class RecordPrefilter {
                 general.append(condition)
             }
         }
-        (self.fixed, fixedPoints, self.conditions) = (fixed, points, general)
+        self.fixed = .allocate(capacity: fixed.count)
+        _ = self.fixed.initialize(from: fixed)
+        fixedPoints = .allocate(capacity: points.count)
+        _ = fixedPoints.initialize(from: points)
+        self.conditions = general
+        conditionCount = fixed.count + general.count
+        shapeSettled = !general.isEmpty   // the shape checks fixed conditions only
         walked = FieldSet(all.map(\.field))
         checksAll = all.count == conditions.count + elements.count
         context = DecodingContext(buffer: UnsafeRawBufferPointer(start: nil, count: 0), fields: fields, collection: collection)
+    }
+
+    deinit {
+        fixed.deallocate()
+        fixedPoints.deallocate()
+        shape.deallocate()
     }
 
     /// The tag shared by every bound, when it is one this filter can compare.
@@ -115,39 +137,70 @@ final class RecordPrefilter {
     /// then decoding must tell. With `checksAll` and no other condition in the query, a
     /// decision is the query's answer (counts need not decode).
     func decides(_ record: UnsafeRawBufferPointer) -> Bool? {
+        if shape.count > 0 {
+            if let decision = RecordShape.decides(record, steps: UnsafeBufferPointer(shape), conditions: fixed.baseAddress!, points: UnsafeBufferPointer(fixedPoints)) {
+                shapeHits &+= 1
+                return decision
+            }
+            noteShapeMiss()
+        } else if !shapeSettled {
+            learnShape(from: record)
+        }
+        return decidesByWalk(record)
+    }
+
+    /// Learns the shape from `record`, once.
+    @inline(never)
+    private func learnShape(from record: UnsafeRawBufferPointer) {
+        shapeSettled = true
+        guard let learned = RecordShape(of: record, conditions: UnsafeBufferPointer(fixed)) else { return }
+        shape = .allocate(capacity: learned.steps.count)
+        _ = shape.initialize(from: learned.steps)
+    }
+
+    /// Gives the shape up when more than a fifth of the records do not fit it: each such
+    /// record pays for the shape's check as well as the walk.
+    @inline(never)
+    private func noteShapeMiss() {
+        shapeMisses += 1
+        guard shapeMisses >= 64, shapeMisses &* 4 > shapeHits else { return }
+        shape.deallocate()
+        shape = .init(start: nil, count: 0)
+    }
+
+    /// `decides` by walking the record's fields one by one.
+    @inline(never)
+    private func decidesByWalk(_ record: UnsafeRawBufferPointer) -> Bool? {
         // No call or closure on the walk's common path (integers, short strings, the
         // compiled comparisons), so the loop keeps its state in registers (measured: a
         // closure per field spilled and reloaded it, half the walk's instructions).
         context.buffer = record
         guard var walk = RecordFieldWalk(record) else { return nil }
-        var undecided = fixed.count + conditions.count
-        return fixed.withUnsafeBufferPointer { fixed in
-            fixedPoints.withUnsafeBufferPointer { points -> Bool? in
-                while let field = walk.nextField() {
-                    let p = walk.position
-                    if walked.contains(field) {
-                        for i in fixed.indices where UInt64(fixed[i].field) == field {
-                            guard let met = FixedWidthCondition.isMet(fixed.baseAddress! + i, in: record, at: p, points: points) else { continue }
-                            guard met else { return false }
-                            undecided -= 1
-                        }
-                        // Other conditions are checked out of line: this loop runs for every
-                        // field of every scanned record.
-                        if !conditions.isEmpty {
-                            var decided = 0
-                            guard let met = try? decideOthers(UInt32(truncatingIfNeeded: field), at: p, decided: &decided) else { return nil }
-                            guard met else { return false }
-                            undecided -= decided
-                        }
-                        // Once every condition is decided the rest of the record is not walked.
-                        if undecided == 0 { return true }
-                    }
-                    guard walk.stepOverValue(in: context) else { return nil }
+        var undecided = conditionCount
+        let fixed = UnsafeBufferPointer(fixed), points = UnsafeBufferPointer(fixedPoints)
+        while let field = walk.nextField() {
+            let p = walk.position
+            if walked.contains(field) {
+                for i in fixed.indices where UInt64(fixed[i].field) == field {
+                    guard let met = FixedWidthCondition.isMet(fixed.baseAddress! + i, in: record, at: p, points: points) else { continue }
+                    guard met else { return false }
+                    undecided -= 1
                 }
-                // Not all decided: a field absent, of another type, or the record malformed.
-                return nil
+                // Other conditions are checked out of line: this loop runs for every
+                // field of every scanned record.
+                if !conditions.isEmpty {
+                    var decided = 0
+                    guard let met = try? decideOthers(UInt32(truncatingIfNeeded: field), at: p, decided: &decided) else { return nil }
+                    guard met else { return false }
+                    undecided -= decided
+                }
+                // Once every condition is decided the rest of the record is not walked.
+                if undecided == 0 { return true }
             }
+            guard walk.stepOverValue(in: context) else { return nil }
         }
+        // Not all decided: a field absent, of another type, or the record malformed.
+        return nil
     }
 
     /// Checks the conditions other than `fixed` on `field`, whose value is at `position`,
