@@ -98,6 +98,43 @@ struct RecordCodableTests {
         }
     }
 
+    @Test("text of every length up to 40, ASCII or with one other character anywhere, reads back as written")
+    func textOfEveryLengthReadsBack() throws {
+        var fields = FieldTable()
+        for length in 0 ... 40 {
+            let ascii = String(repeating: "a", count: length)
+            var texts = [ascii]
+            for position in 0 ..< length {
+                var characters = Array(ascii)
+                characters[position] = "é"
+                texts.append(String(characters))
+            }
+            for text in texts {
+                var profile = Profile.sample(length)
+                profile.name = text
+                let stored = try RecordEncoder.encode(profile, fields: &fields, collection: "profiles")
+                #expect(try RecordDecoder.decode(Profile.self, from: stored, fields: fields, collection: "profiles") == profile)
+            }
+        }
+    }
+
+    @Test("stored text that is not UTF-8 is reported as a corrupt record, at every position")
+    func textThatIsNotUTF8IsReported() throws {
+        var fields = FieldTable()
+        let name = "abcdefghijklmnopq"
+        var profile = Profile.sample(1)
+        profile.name = name
+        let stored = try RecordEncoder.encode(profile, fields: &fields, collection: "profiles")
+        let start = try #require(stored.indices.first { stored[$0...].starts(with: Array(name.utf8)) })
+        for offset in 0 ..< name.utf8.count {
+            var damaged = stored
+            damaged[start + offset] = 0xFF
+            #expect(throws: RecordError.self, "0xFF at \(offset)") {
+                try RecordDecoder.decode(Profile.self, from: damaged, fields: fields, collection: "profiles")
+            }
+        }
+    }
+
     @Test("fields stored in another order than the codec reads them, or with other fields between them, are found where they are")
     func fieldsOutOfOrder() throws {
         // Written by an older declaration: the fields reversed, with two the model no longer has among them.

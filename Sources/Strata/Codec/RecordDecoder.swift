@@ -154,16 +154,19 @@ final class DecodingContext {
 
     @inline(__always)
     static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        var i = 0, n = bytes.count
+        let n = bytes.count
         var high: UInt64 = 0
-        while n - i >= 8 {
+        guard n >= 8 else {
+            for byte in bytes { high |= UInt64(byte) }
+            return high & 0x80 == 0
+        }
+        var i = 0
+        while n - i > 8 {
             high |= bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
             i += 8
         }
-        while i < n {
-            high |= UInt64(bytes[i])
-            i += 1
-        }
+        // The last 8 bytes, overlapping some already read, instead of a byte at a time.
+        high |= bytes.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
         return high & 0x8080_8080_8080_8080 == 0
     }
 
