@@ -273,17 +273,10 @@ public struct RecordReader {
     ///   - key: The field's name.
     /// - Returns: The stored text.
     public mutating func decode(_ type: String.Type, forKey key: String) throws -> String {
-        // ASCII text, most of what is stored, in line; other text is validated on the
-        // general path.
         if let value = valueAtCursor(key), value < context.buffer.count, context.buffer[value] == RecordTag.string.rawValue {
-            var start = value + 1
-            if let length = RecordBytes.varint(context.buffer, at: &start), length <= UInt64(context.buffer.count - start) {
-                let text = UnsafeRawBufferPointer(rebasing: context.buffer[start ..< start + Int(length)])
-                if DecodingContext.isASCII(text) {
-                    advance(to: start + Int(length))
-                    return String(decoding: text, as: UTF8.self)
-                }
-            }
+            let (string, end) = try context.string(at: value + 1)
+            advance(to: end)
+            return string
         }
         return try field(key, absent: "") { try $0.stringValue(at: $1) }
     }

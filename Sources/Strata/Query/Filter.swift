@@ -63,6 +63,16 @@ indirect enum PlanTerm: @unchecked Sendable {
         }
     }
 
+    /// Whether the term is AND-ed conditions on fields and on array elements alone (no OR,
+    /// NOT or closure): what a record's stored bytes can decide in full.
+    var isFieldAndElementConditions: Bool {
+        switch self {
+        case .field, .element: return true
+        case .opaque, .anyOf: return false
+        case .and(let terms): return terms.allSatisfy(\.isFieldAndElementConditions)
+        }
+    }
+
     /// The AND-ed conditions on array elements (which `conjuncts` counts as opaque).
     var elementConjuncts: [(AnyKeyPath, FieldBounds)] {
         switch self {

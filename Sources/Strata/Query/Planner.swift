@@ -45,6 +45,9 @@ package struct PlanRequest<Field: Hashable> {
     /// AND-ed conditions on array fields' elements (part of `hasOpaque`): no tree answers
     /// them, record bytes can.
     package var elementConditions: [(Field, FieldBounds)] = []
+    /// Whether every condition is one on a field or on an array's elements: with `hasOpaque`
+    /// set by element conditions alone, a record's bytes can still decide the whole query.
+    package var onlyFieldAndElementConditions = false
     /// ORs AND-ed into the condition (part of `hasOpaque`), each as its branches' AND-ed
     /// field conditions: read as the union of one access per branch when every branch has one.
     package var disjunctions: [[[(Field, FieldBounds)]]] = []

@@ -208,7 +208,8 @@ public struct Query<M: Model>: Sendable {
         let term = planTerm
         let (conditions, hasOpaque) = term.conjuncts
         return PlanRequest(collection: collection, conditions: conditions, hasOpaque: hasOpaque, elementConditions: term.elementConjuncts,
-                           disjunctions: term.disjunctions, hasConditions: hasConditions, sort: sortKeys.map { ($0.keyPath, $0.ascending) }, limit: limit, offset: offset)
+                           onlyFieldAndElementConditions: term.isFieldAndElementConditions, disjunctions: term.disjunctions,
+                           hasConditions: hasConditions, sort: sortKeys.map { ($0.keyPath, $0.ascending) }, limit: limit, offset: offset)
     }
 
     /// Orders `items` by the sort keys applied to their models (stable).

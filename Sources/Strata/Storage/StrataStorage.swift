@@ -354,7 +354,10 @@ struct CollectionAccess<M: Model> {
         let access = try choose(request)
         let prefilter = access.plan.residualFilter
             ? RecordPrefilter(request.conditions, elements: request.elementConditions, of: M.schema.description, fields: fields, collection: name) : nil
-        return Planned(access: access, prefilter: prefilter, decider: !request.hasOpaque && prefilter?.checksAll == true ? prefilter : nil,
+        // The bytes decide the query when they check every condition and nothing else (OR,
+        // NOT, a closure) remains: conditions on array elements are theirs to check too.
+        let bytesDecide = (!request.hasOpaque || request.onlyFieldAndElementConditions) && prefilter?.checksAll == true
+        return Planned(access: access, prefilter: prefilter, decider: bytesDecide ? prefilter : nil,
                        accessDecides: !access.plan.residualFilter && request.keysDecide)
     }
 
