@@ -20,15 +20,14 @@ struct RecordShape {
         /// The field's id byte and then its tag byte, read as one little-endian `UInt16`.
         let header: UInt16
         let action: Action
-        /// With `.checkIntegerBits`: the condition's `FixedWidthCondition.integerBits`.
-        let low: UInt64, span: UInt64
 
         enum Action: Equatable {
             /// Only stepped over.
             case stepOver
             /// A range on a signed integer, stored as one (the tag says so): its key bits
-            /// must lie in `low ... low + span`. Checked in line.
-            case checkIntegerBits
+            /// must lie in `low ... low + span` (`FixedWidthCondition.integerBits`). Checked
+            /// in line.
+            case checkIntegerBits(low: UInt64, span: UInt64)
             /// Another condition: the index of the prefilter's fixed condition.
             case check(Int)
         }
@@ -48,16 +47,17 @@ struct RecordShape {
             guard field < 0x80, position < record.count, let tag = RecordTag(rawValue: record[position]), Self.isScalar(tag) else { return nil }
             let matching = conditions.indices.filter { UInt64(conditions[$0].field) == field }
             guard matching.count <= 1 else { return nil }
-            let header = UInt16(field) | UInt16(tag.rawValue) << 8
+            let action: Step.Action
             if let index = matching.first {
                 if tag == .int, let bits = conditions[index].integerBits {
-                    steps.append(Step(header: header, action: .checkIntegerBits, low: bits.low, span: bits.span))
+                    action = .checkIntegerBits(low: bits.low, span: bits.span)
                 } else {
-                    steps.append(Step(header: header, action: .check(index), low: 0, span: 0))
+                    action = .check(index)
                 }
             } else {
-                steps.append(Step(header: header, action: .stepOver, low: 0, span: 0))
+                action = .stepOver
             }
+            steps.append(Step(header: UInt16(field) | UInt16(tag.rawValue) << 8, action: action))
             found += matching.count
             if found == conditions.count {
                 self.steps = steps
@@ -88,18 +88,18 @@ struct RecordShape {
         var step = steps.baseAddress!
         let last = step + (steps.count - 1)
         while true {
-            // Positions stay within a string's length (< 128) of `size`, checked here before
-            // each read, so the sums below cannot overflow.
+            // Positions stay within the record (`endOfScalar` bounds every end), so the sums
+            // below cannot overflow.
             guard p &+ 2 <= size else { return nil }
             let header = UInt16(littleEndian: record.loadUnaligned(fromByteOffset: p, as: UInt16.self))
             guard header == step.pointee.header else { return nil }
             let value = p &+ 1, payload = p &+ 2
             switch step.pointee.action {
             case .stepOver: break
-            case .checkIntegerBits:
+            case .checkIntegerBits(let low, let span):
                 var end = payload
                 guard let stored = RecordBytes.varint(record, at: &end) else { return nil }
-                guard Key.orderedBits(ZigZag.decode(stored)) &- step.pointee.low <= step.pointee.span else { return false }
+                guard Key.orderedBits(ZigZag.decode(stored)) &- low <= span else { return false }
                 // The last step is a condition's (see `init`): every condition was met.
                 if step == last { return true }
                 p = end
@@ -110,28 +110,9 @@ struct RecordShape {
                 guard met else { return false }
                 if step == last { return true }
             }
-            // Stepping over the value: strings with a one-byte length and integers in line
-            // (a call per field here cost ~30 instructions of a W1 record's ~160; callgrind).
-            let tag = UInt8(truncatingIfNeeded: header >> 8)
-            if tag == RecordTag.string.rawValue, payload < size, record[payload] < 0x80 {
-                p = payload &+ 1 &+ Int(record[payload])
-            } else if tag == RecordTag.int.rawValue || tag == RecordTag.uint.rawValue, payload &+ 8 <= size,
-                      case let ends = ~UInt64(littleEndian: record.loadUnaligned(fromByteOffset: payload, as: UInt64.self)) & 0x8080_8080_8080_8080,
-                      ends != 0 {
-                // A varint ends at its first byte below 0x80: the lowest such byte of the word.
-                p = payload &+ ends.trailingZeroBitCount / 8 &+ 1
-            } else {
-                guard let end = endOfOtherValue(record, at: value) else { return nil }
-                p = end
-            }
+            guard let end = RecordBytes.endOfScalar(record, at: value) else { return nil }
+            p = end
             step += 1
         }
-    }
-
-    /// Where the value at `position` ends, for the values the shape's loop does not step
-    /// over in line.
-    @inline(never)
-    private static func endOfOtherValue(_ record: UnsafeRawBufferPointer, at position: Int) -> Int? {
-        RecordBytes.endOfScalar(record, at: position)
     }
 }
