@@ -565,6 +565,9 @@ public final class Database: Sendable {
     /// so reclaiming uses at most one more core.
     private static let reclaimer = DispatchQueue(label: "strata.reclaim", qos: .utility)
 
+    /// Waits until the states handed to `reclaimer` so far are released (tests).
+    static func waitForReclaimer() { reclaimer.sync {} }
+
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// Zero bytes written ahead of the log when a commit runs past the preallocated space
@@ -689,8 +692,13 @@ public final class Database: Sendable {
         return try body(writer)
     }
 
-    func replaceStore(_ state: RecoveredState) {
+    /// - Parameters:
+    ///   - state: The new file's state.
+    ///   - allocatedEnd: Where zeros written ahead of the new file's log end
+    ///     (`Database.preallocation`); `state.end` when there are none.
+    func replaceStore(_ state: RecoveredState, allocatedEnd: UInt64 = 0) {
         writer.adopt(state)
+        writer.allocatedEnd = max(state.end, allocatedEnd)
         group.settled(sequence: state.sequence, end: state.end)
         publish(writer.latest)
     }

@@ -105,7 +105,7 @@ struct POSIXFileSystem: FileSystem {
         let flags: Int32 = mode == .readOnly ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CREAT | O_CLOEXEC
         let fd = retryingOnInterrupt { posixOpen(path, flags, 0o644) }
         guard fd >= 0 else { throw StrataError.io(operation: "open", path: path, errno: errno) }
-        return POSIXFile(fd: fd, path: path)
+        return POSIXFile(fd: fd, path: path, writable: mode == .readWrite)
     }
 
     func exists(_ path: String) throws -> Bool { try identity(of: path) != nil }
@@ -151,11 +151,13 @@ func retryingOnInterrupt<T: BinaryInteger>(_ call: () -> T) -> T {
 final class POSIXFile: StorageFile {
     let fd: Int32
     let path: String
+    private let writable: Bool
     private let isClosed = Atomic<Bool>(false)
 
-    init(fd: Int32, path: String) {
+    init(fd: Int32, path: String, writable: Bool) {
         self.fd = fd
         self.path = path
+        self.writable = writable
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
@@ -216,7 +218,8 @@ final class POSIXFile: StorageFile {
 
     func close() {
         if isClosed.exchange(true, ordering: .acquiringAndReleasing) { return }
-        _ = posixClose(fd)
+        // A file a compaction replaced gives its space back in steps (`SpaceRelease`).
+        SpaceRelease.close(fd, path: path, writable: writable) { _ = posixClose($0) }
     }
 
     deinit { close() }

@@ -284,4 +284,53 @@ struct CompactionTests {
             #expect(!crashed.fs.exists("/c.strata.compact"))
         }
     }
+
+    /// A file with 2,000 entries and as many overwritten, checkpointed (so a handle opening
+    /// it reads its pages from the file), and a handle on it.
+    private func replaceableFile(in directory: TemporaryDirectory) throws -> Database {
+        let db = try Database(path: directory.file())
+        for round in 0 ..< 2 {
+            try db.write { tx in
+                try tx.createTree("t", ifNotExists: true)
+                for i in 0 ..< 2000 { try tx.put([UInt8](repeating: UInt8(round), count: 200), forKey: Key(i).bytes, in: "t") }
+            }
+        }
+        try db.checkpoint()
+        return db
+    }
+
+    @Test("the file a compaction replaced is truncated away in steps once nothing reads it any more")
+    func replacedFileIsReleasedInSteps() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let db = try replaceableFile(in: directory)
+        var old: Snapshot? = try db.snapshot()
+        try db.compact()
+        #expect(try allEntries(old!, "t").count == 2000)
+        old = nil
+        Database.waitForReclaimer()
+        SpaceRelease.waitUntilIdle()
+        #expect(SpaceRelease.released.withLock { $0.contains(directory.file()) })
+        try db.close()
+    }
+
+    @Test("a replaced file another handle still has open is closed whole, never truncated under it")
+    func replacedFileOpenElsewhereIsLeftWhole() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let db = try replaceableFile(in: directory)
+        var readOnly = Database.Options()
+        readOnly.readOnly = true
+        let reader = try Database(path: directory.file(), options: readOnly)
+        let seen = try reader.snapshot()
+        try db.compact()
+        Database.waitForReclaimer()
+        SpaceRelease.waitUntilIdle()
+        // The writer let go of the old file while the reader held it: it was only closed,
+        // and the reader's snapshot reads its pages from it.
+        #expect(!SpaceRelease.released.withLock { $0.contains(directory.file()) })
+        #expect(try allEntries(seen, "t").map(\.1) == Array(repeating: [UInt8](repeating: 1, count: 200), count: 2000))
+        try reader.close()
+        try db.close()
+    }
 }

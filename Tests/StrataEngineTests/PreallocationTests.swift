@@ -35,6 +35,22 @@ struct PreallocationTests {
         }
     }
 
+    @Test("a compacted file comes with zeros ahead of its log: the commits after the swap do not grow it")
+    func compactionPreallocates() throws {
+        try Self.withDatabase { path, db in
+            for n in 1 ... 20 { try NumberedWorkload.commit(n, to: db) }
+            try db.compact()
+            let compacted = try Self.fileSize(path)
+            #expect(compacted >= db.writerCounters().end + Database.preallocation - CarryOverRounds.sliceBytes)
+            for n in 21 ... 40 { try NumberedWorkload.commit(n, to: db) }
+            #expect(try Self.fileSize(path) == compacted)
+            try db.close()
+            let reopened = try Database(path: path)
+            #expect(try NumberedWorkload.content(of: reopened) == NumberedWorkload.states(through: 40)[40])
+            try reopened.close()
+        }
+    }
+
     @Test("closing trims the zeros: a closed file ends at its last frame")
     func closeTrims() throws {
         try Self.withDatabase { path, db in
