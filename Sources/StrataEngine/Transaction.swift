@@ -24,6 +24,27 @@ public struct TreeHandle {
         guard let location = try key.withKeyBytes({ try TreeReader.locate(store: store, root: state.root, key: $0) }) else { return nil }
         return try TreeReader.lend(location, from: store, to: body)
     }
+
+    /// `withValue(forKey:_:)` for a key already encoded, in a buffer the caller holds: what
+    /// an index lookup has in hand (the record's key, read from the index entry).
+    ///
+    /// ```swift
+    /// let users = try snapshot.treeHandle("users", forIteration: false)
+    /// try snapshot.scan("users_by_age") { indexKey, _ in
+    ///     _ = try users.withValue(UnsafeRawBufferPointer(rebasing: indexKey[1...])) { decode($0) }
+    ///     return true
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - key: The encoded key.
+    ///   - body: Reads the value; the buffer is valid only during the call.
+    /// - Returns: What `body` returns, or nil when the key is absent.
+    /// - Throws: `StrataError.corruption`; what `body` throws.
+    public func withValue<R>(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        guard let location = try TreeReader.locate(store: store, root: state.root, key: key) else { return nil }
+        return try TreeReader.lend(location, from: store, to: body)
+    }
 }
 
 /// Reading operations shared by `Snapshot` and `WriteTransaction`.
@@ -88,9 +109,7 @@ extension TreeReading {
     /// - Returns: What `body` returns, or nil when the key is absent.
     /// - Throws: `StrataError.treeNotFound`; `.corruption`; what `body` throws.
     public func withValue<R>(_ key: UnsafeRawBufferPointer, in tree: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
-        let handle = try treeHandle(tree, forIteration: false)
-        guard let location = try TreeReader.locate(store: handle.store, root: handle.state.root, key: key) else { return nil }
-        return try TreeReader.lend(location, from: handle.store, to: body)
+        try treeHandle(tree, forIteration: false).withValue(key, body)
     }
 
     /// `withValue(_:in:_:)` for the one-element key made of `key`, encoded where it costs

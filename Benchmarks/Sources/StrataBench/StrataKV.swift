@@ -43,7 +43,7 @@ final class StrataKV: KeyValueStore {
     }
 
     func read<R>(_ body: (Reader) throws -> R) throws -> R {
-        try body(Reader(base: try database.snapshot()))
+        try body(try Reader(base: try database.snapshot()))
     }
 
     func reopen() throws {
@@ -72,10 +72,31 @@ final class StrataKV: KeyValueStore {
 
     func close() throws { try database.close() }
 
-    typealias Reader = View<Snapshot>
     typealias Writer = View<WriteTransaction>
 
-    /// A snapshot or a write transaction, seen as the key spaces' trees.
+    /// A snapshot, with each key space's tree found once: an app holds a tree's handle for
+    /// its lookups, as LMDB's users hold a database handle (`MDB_dbi`), rather than finding
+    /// the tree by name for each one.
+    struct Reader: KeyValueReader {
+        let base: Snapshot
+        private let handles: [TreeHandle]
+
+        init(base: Snapshot) throws {
+            self.base = base
+            handles = try KeySpace.allCases.map { try base.treeHandle(StrataKV.tree($0), forIteration: false) }
+        }
+
+        func withValue<R>(_ key: UnsafeRawBufferPointer, in space: KeySpace, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+            try handles[space.rawValue].withValue(key, body)
+        }
+
+        func scan(_ space: KeySpace, from start: [UInt8], _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
+            try base.scan(StrataKV.tree(space), in: KeyRange(lower: .included(start)), body)
+        }
+    }
+
+    /// A write transaction, seen as the key spaces' trees (found by name for each call: a
+    /// handle is good only until the transaction's next write).
     struct View<Base: TreeReading>: KeyValueReader {
         let base: Base
 
