@@ -53,6 +53,24 @@ struct RecordCodecTests {
         return try RecordDecoder.decode(T.self, from: bytes, fields: fields, collection: "c")
     }
 
+    struct Numbers: Codable, Equatable {
+        var signed: Int64
+        var unsigned: UInt64
+        var tail: String
+    }
+
+    @Test("integers of every width read back, with 0 to 9 bytes of record after them")
+    func integersOfEveryWidth() throws {
+        var values: [Int64] = [0, -1, .min, .max]
+        for bits in 0 ..< 63 { values += [1 << bits, (1 << bits) - 1, -(1 << bits), -(1 << bits) - 1] }
+        for value in values {
+            for tailLength in 0 ... 9 {
+                let numbers = Numbers(signed: value, unsigned: UInt64(bitPattern: value), tail: String(repeating: "x", count: tailLength))
+                #expect(try roundTrip(numbers) == numbers)
+            }
+        }
+    }
+
     @Test("every supported type round-trips")
     func everything() throws {
         #expect(try roundTrip(Everything()) == Everything())
