@@ -24,6 +24,9 @@ import Synchronization
 /// granted only when no other open file description refers to the file, so it is taken as
 /// the check (and let go at once: the file is unlinked, so nobody can open it afresh).
 /// Otherwise, off Linux, or when the descriptor cannot write, the file is simply closed.
+/// A child that forked without exec shares this descriptor's open file description, which
+/// the lease cannot tell apart from this process's own: such a child reading the old file
+/// after its parent let go of it would see it shrink (Swift apps rarely fork without exec).
 enum SpaceRelease {
     /// The bytes one truncation frees.
     static let step: off_t = 1 << 20
