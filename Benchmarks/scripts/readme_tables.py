@@ -59,7 +59,7 @@ W1_ROWS = [
 ENGINES = ["strata", "strata-typed", "strata-typed-codable", "sqlite", "grdb", "lmdb", "leveldb"]
 
 
-def w1_table(w1, ratios):
+def w1_table(w1):
     out = ["| W1 op | Strata engine | typed layer | typed, Codable | SQLite | GRDB | LMDB | LevelDB |",
            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for op, label in W1_ROWS:
@@ -141,7 +141,7 @@ def main():
     found = sections(text)
     what = sys.argv[2] if len(sys.argv) > 2 else "readme"
     if what == "readme":
-        lines = w1_table(found["W1"][0], found["W1"][1]) + [""] + w2_table(found["W2"][0]) + [""] + w4_table(found["W4"][0])
+        lines = w1_table(found["W1"][0]) + [""] + w2_table(found["W2"][0]) + [""] + w4_table(found["W4"][0])
     else:
         fraction = float(re.search(r"strata commit\.durable: ([0-9.]+) of write\+fdatasync preallocated", text).group(1))
         lines = targets(found, fraction)

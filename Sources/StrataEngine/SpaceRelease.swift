@@ -31,9 +31,11 @@ enum SpaceRelease {
     /// The bytes one truncation frees.
     static let step: off_t = 1 << 20
 
-    /// The paths of the files released in steps so far (tests: an inode number is reused
-    /// once its file is gone, a test directory's path is not).
-    static let released = Mutex<Set<String>>([])
+    /// The paths of the files released in steps most recently, the last `remembered` of them
+    /// (tests: an inode number is reused once its file is gone, a test directory's path is
+    /// not). Bounded, so a long-running process that compacts often does not grow it.
+    static let released = Mutex<[String]>([])
+    private static let remembered = 256
 
     private static let queue = DispatchQueue(label: "strata.release-space", qos: .utility)
 
@@ -49,7 +51,7 @@ enum SpaceRelease {
                     size = max(0, size - step)
                     guard retryingOnInterrupt({ ftruncate(fd, size) }) == 0 else { break }
                 }
-                if size == 0 { _ = released.withLock { $0.insert(path) } }
+                if size == 0 { released.withLock { $0 = $0.suffix(remembered - 1) + [path] } }
             }
             close(fd)
         }
