@@ -14,10 +14,33 @@ enum UnretainedNodeRef {
     case stored(FrameAddress)
 }
 
+extension NodeRef {
+    /// This reference, not retained: valid while whatever holds this `NodeRef` does.
+    @inline(__always)
+    var unretained: UnretainedNodeRef {
+        switch self {
+        case .leaf(let leaf): .leaf(Unmanaged.passUnretained(leaf))
+        case .branch(let branch): .branch(Unmanaged.passUnretained(branch))
+        case .stored(let address): .stored(address)
+        }
+    }
+}
+
 /// A node at hand in memory: what resolving a `NodeRef` yields.
 enum Node: @unchecked Sendable {
     case leaf(LeafNode)
     case branch(BranchNode)
+}
+
+extension Node {
+    /// This node, not retained: valid while whatever holds this `Node` does.
+    @inline(__always)
+    var unretained: UnretainedNodeRef {
+        switch self {
+        case .leaf(let leaf): .leaf(Unmanaged.passUnretained(leaf))
+        case .branch(let branch): .branch(Unmanaged.passUnretained(branch))
+        }
+    }
 }
 
 /// How a value sits in a leaf entry.
@@ -393,13 +416,7 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
     /// Child `index`, not retained: valid while this branch holds it.
     @inline(__always)
     func unretainedChild(at index: Int) -> UnretainedNodeRef {
-        children.withUnsafeBufferPointer { children in
-            switch children[index] {
-            case .leaf(let leaf): .leaf(Unmanaged.passUnretained(leaf))
-            case .branch(let branch): .branch(Unmanaged.passUnretained(branch))
-            case .stored(let address): .stored(address)
-            }
-        }
+        children.withUnsafeBufferPointer { $0[index].unretained }
     }
 
     /// Inserts `child` at `index` with `separator` as its lower bound.
