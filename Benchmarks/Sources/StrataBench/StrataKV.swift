@@ -79,15 +79,23 @@ final class StrataKV: KeyValueStore {
     /// the tree by name for each one.
     struct Reader: KeyValueReader {
         let base: Snapshot
-        private let handles: [TreeHandle]
+        // One property per key space, not an array: `handles[i]` copied the handle out of
+        // the array, a retain and release of its store and root per lookup, contended when
+        // two threads read the same tree.
+        private let records: TreeHandle
+        private let ageIndex: TreeHandle
 
         init(base: Snapshot) throws {
             self.base = base
-            handles = try KeySpace.allCases.map { try base.treeHandle(StrataKV.tree($0), forIteration: false) }
+            records = try base.treeHandle(StrataKV.tree(.records), forIteration: false)
+            ageIndex = try base.treeHandle(StrataKV.tree(.ageIndex), forIteration: false)
         }
 
         func withValue<R>(_ key: UnsafeRawBufferPointer, in space: KeySpace, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
-            try handles[space.rawValue].withValue(key, body)
+            switch space {
+            case .records: return try records.withValue(key, body)
+            case .ageIndex: return try ageIndex.withValue(key, body)
+            }
         }
 
         func scan(_ space: KeySpace, from start: [UInt8], _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
