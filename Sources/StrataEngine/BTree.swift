@@ -289,14 +289,17 @@ enum TreeReader {
     }
 
     /// Lends the value at `location` to `body`: in place when the leaf holds it, otherwise
-    /// from its value frame.
-    static func lend<R>(_ location: Location, from store: PageStore, to body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        try location.leaf.withEntry(location.index) { _, slot in
+    /// from its value frame. `unchanging`: the tree is a snapshot's, which nothing changes.
+    static func lend<R>(_ location: Location, from store: PageStore, unchanging: Bool, to body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        func lend(_ slot: ValueSlot) throws -> R {
             switch slot {
             case .inline(let bytes): return try body(bytes)
             case .overflow: return try store.value(slot).withUnsafeBytes(body)
             }
         }
+        return unchanging
+            ? try location.leaf.withUnchangingEntry(location.index) { _, slot in try lend(slot) }
+            : try location.leaf.withEntry(location.index) { _, slot in try lend(slot) }
     }
 
     static func get(store: PageStore, root: NodeRef?, key: UnsafeRawBufferPointer) throws -> [UInt8]? {

@@ -87,7 +87,14 @@ enum LeafTag {
 /// checks — which cost more than the binary search they guard.
 final class LeafNode: @unchecked Sendable {
     @exclusivity(unchecked) var owner: UInt64
-    @exclusivity(unchecked) var storage: [UInt8]
+    @exclusivity(unchecked) var storage: [UInt8] { didSet { bytes = Self.bytes(of: storage) } }
+    /// `storage`'s bytes, taken again at every change of it: what reads use. Reading through
+    /// `storage.withUnsafeBytes` retained and released the array around each read (the
+    /// compiler cannot tell the body leaves it alone), an atomic operation on a line a lookup
+    /// in a large tree has not touched yet, which also waits for the loads before it (perf,
+    /// W1 get at 1M: ~8% of its time). The array's buffer lives as long as `storage` holds it
+    /// unchanged, and a node is changed only before any snapshot can see it.
+    @exclusivity(unchecked) private(set) var bytes: UnsafeRawBufferPointer
     @exclusivity(unchecked) var starts: [UInt32]
     /// Each entry's key head after the prefix the keys share (`KeyHeads`), beside `starts`:
     /// a search compares these, contiguous in one array, and reads a key from `storage` only
@@ -98,20 +105,23 @@ final class LeafNode: @unchecked Sendable {
     /// overflow references).
     @exclusivity(unchecked) var pageBytes: Int
 
-    init(owner: UInt64) {
-        self.owner = owner
-        self.storage = [LeafTag.pageKind]
-        self.starts = []
-        self.heads = KeyHeads()
-        self.pageBytes = 1
+    convenience init(owner: UInt64) {
+        self.init(owner: owner, storage: [LeafTag.pageKind], starts: [], heads: KeyHeads(), pageBytes: 1)
     }
 
     init(owner: UInt64, storage: [UInt8], starts: [UInt32], heads: KeyHeads, pageBytes: Int) {
         self.owner = owner
         self.storage = storage
+        self.bytes = Self.bytes(of: storage)   // an initializer's writes call no observer
         self.starts = starts
         self.heads = heads
         self.pageBytes = pageBytes
+    }
+
+    /// The address and length of `storage`'s elements, valid while the array that holds
+    /// them is neither changed nor released.
+    private static func bytes(of storage: [UInt8]) -> UnsafeRawBufferPointer {
+        storage.withUnsafeBytes { $0 }
     }
 
     func copy(owner: UInt64) -> LeafNode {
@@ -170,13 +180,23 @@ final class LeafNode: @unchecked Sendable {
         return (key, .inline(UnsafeRawBufferPointer(start: raw.baseAddress! + p, count: valueLength)), p &+ valueLength)
     }
 
-    /// Calls `body` with the key and value slot of entry `i`.
+    /// Calls `body` with the key and value slot of entry `i`. The bytes stay valid even if
+    /// `body` changes this leaf (a write transaction's reader writing as it reads): the
+    /// array is held for the call, and a change copies it.
     @inline(__always)
     func withEntry<R>(_ i: Int, _ body: (UnsafeRawBufferPointer, ValueSlot) throws -> R) rethrows -> R {
         try storage.withUnsafeBytes { raw in
             let e = Self.entry(in: raw, at: Int(starts[i]))
             return try body(e.key, e.value)
         }
+    }
+
+    /// `withEntry` for a leaf nothing can change during the call (a committed tree's, read
+    /// through a snapshot): no retain and release of the array.
+    @inline(__always)
+    func withUnchangingEntry<R>(_ i: Int, _ body: (UnsafeRawBufferPointer, ValueSlot) throws -> R) rethrows -> R {
+        let e = Self.entry(in: bytes, at: Int(starts[i]))
+        return try body(e.key, e.value)
     }
 
     func key(at i: Int) -> [UInt8] { withEntry(i) { key, _ in Array(key) } }
@@ -206,7 +226,7 @@ final class LeafNode: @unchecked Sendable {
     /// How the key of entry `i` compares with `key` (memcmp order: negative, zero, positive).
     @inline(__always)
     func compareKey(at i: Int, with key: UnsafeRawBufferPointer) -> Int {
-        storage.withUnsafeBytes { raw in compareBytes(Self.key(in: raw, at: Int(starts[i])), key) }
+        compareBytes(Self.key(in: bytes, at: Int(starts[i])), key)
     }
 
     /// `search(key)` for a key that sorts after every entry before `start`: gallops from

@@ -8,6 +8,9 @@ struct TreeState: @unchecked Sendable {
 public struct TreeHandle {
     let store: PageStore
     let state: TreeState
+    /// Whether the tree is a snapshot's, whose nodes nothing changes (a write transaction's
+    /// may change under a reader that writes as it reads).
+    var unchanging = false
 
     /// `TreeReading.withValue(forKey:in:_:)` on this handle's tree, without finding the tree
     /// by name: for a caller that reads one tree of a snapshot many times.
@@ -22,7 +25,7 @@ public struct TreeHandle {
     /// - Throws: `StrataError.corruption`; what `body` throws.
     public func withValue<R>(forKey key: some KeyComponent, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         guard let location = try key.withKeyBytes({ try TreeReader.locate(store: store, root: state.root, key: $0) }) else { return nil }
-        return try TreeReader.lend(location, from: store, to: body)
+        return try TreeReader.lend(location, from: store, unchanging: unchanging, to: body)
     }
 
     /// `withValue(forKey:_:)` for a key already encoded, in a buffer the caller holds: what
@@ -43,7 +46,7 @@ public struct TreeHandle {
     /// - Throws: `StrataError.corruption`; what `body` throws.
     public func withValue<R>(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         guard let location = try TreeReader.locate(store: store, root: state.root, key: key) else { return nil }
-        return try TreeReader.lend(location, from: store, to: body)
+        return try TreeReader.lend(location, from: store, unchanging: unchanging, to: body)
     }
 }
 
@@ -97,7 +100,7 @@ extension TreeReading {
         // result were `R?` would cost a metadata lookup per call in unspecialized callers.
         let handle = try treeHandle(tree, forIteration: false)
         guard let location = try key.withUnsafeBytes({ try TreeReader.locate(store: handle.store, root: handle.state.root, key: $0) }) else { return nil }
-        return try TreeReader.lend(location, from: handle.store, to: body)
+        return try TreeReader.lend(location, from: handle.store, unchanging: handle.unchanging, to: body)
     }
 
     /// `withValue(_:in:_:)` for a key the caller already holds in a buffer (no array needed).
@@ -220,7 +223,7 @@ public final class Snapshot: TreeReading, Sendable {
     /// - Returns: The handle.
     public func treeHandle(_ name: String, forIteration: Bool) throws -> TreeHandle {
         guard let state = state(ofTree: name) else { throw StrataError.treeNotFound(name) }
-        return TreeHandle(store: store, state: state)
+        return TreeHandle(store: store, state: state, unchanging: true)
     }
 
     /// Every tree's name, sorted.

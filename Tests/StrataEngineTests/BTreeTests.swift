@@ -35,6 +35,32 @@ struct BTreeTests {
         }
     }
 
+    @Test("a value lent inside a write transaction stays as lent while the reader rewrites its key, by name and by handle")
+    func lentValueSurvivesAWriteDuringTheRead() throws {
+        try withDatabase { db, _ in
+            try db.write { tx in
+                try tx.createTree("t")
+                for i in 0 ..< 200 { try tx.put([UInt8](repeating: 1, count: 16), forKey: Key(i).bytes, in: "t") }
+            }
+            try db.write { tx in
+                // The leaf is this transaction's own after the first put: the second changes it
+                // in place, under the bytes the first read lent.
+                try tx.put([UInt8](repeating: 2, count: 16), forKey: Key(7).bytes, in: "t")
+                let seen = try tx.withValue(forKey: 7, in: "t") { lent -> [UInt8] in
+                    try tx.put([UInt8](repeating: 3, count: 16), forKey: Key(7).bytes, in: "t")
+                    return Array(lent)
+                }
+                #expect(seen == [UInt8](repeating: 2, count: 16))
+                let handle = try tx.treeHandle("t", forIteration: false)
+                let seenByHandle = try handle.withValue(forKey: 7) { lent -> [UInt8] in
+                    try tx.put([UInt8](repeating: 4, count: 16), forKey: Key(7).bytes, in: "t")
+                    return Array(lent)
+                }
+                #expect(seenByHandle == [UInt8](repeating: 3, count: 16))
+            }
+        }
+    }
+
     @Test("inserting past one page splits leaves and grows branches, keeping order")
     func splits() throws {
         try withDatabase { db, _ in
