@@ -9,8 +9,9 @@ public struct TreeHandle {
     let store: PageStore
     let state: TreeState
     /// Whether the tree is a snapshot's, whose nodes nothing changes (a write transaction's
-    /// may change under a reader that writes as it reads).
-    var unchanging = false
+    /// may change under a reader that writes as it reads). Set by whoever makes the handle:
+    /// no default, since lending a changing tree's bytes unretained would be unsafe.
+    let unchanging: Bool
 
     /// `TreeReading.withValue(forKey:in:_:)` on this handle's tree, without finding the tree
     /// by name: for a caller that reads one tree of a snapshot many times.
@@ -356,7 +357,7 @@ public final class WriteTransaction: TreeReading {
             // Freeze what the cursor sees: later writes copy nodes instead of changing them.
             changes.mutator = TreeMutator(store: store, owner: database.nextOwner())
         }
-        return TreeHandle(store: store, state: state)
+        return TreeHandle(store: store, state: state, unchanging: false)
     }
 
     /// Every tree's name, sorted.
