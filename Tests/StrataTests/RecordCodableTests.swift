@@ -98,6 +98,41 @@ struct RecordCodableTests {
         }
     }
 
+    /// Integers read where they lie, through the generated codec's own path: every varint
+    /// length (1 to 10 bytes), with 0 to 9 bytes of record after it, so each is read both
+    /// with bytes to spare and at the record's very end.
+    struct Counters: RecordCodable, Equatable {
+        var signed: Int64
+        var int: Int
+        var tail: String
+        func encode(to record: inout RecordWriter) throws {
+            try record.encode(signed, forKey: "signed")
+            try record.encode(int, forKey: "int")
+            try record.encode(tail, forKey: "tail")
+        }
+        init(from record: inout RecordReader) throws {
+            signed = try record.decode(Int64.self, forKey: "signed")
+            int = try record.decode(Int.self, forKey: "int")
+            tail = try record.decode(String.self, forKey: "tail")
+        }
+        init(signed: Int64, int: Int, tail: String) { (self.signed, self.int, self.tail) = (signed, int, tail) }
+    }
+
+    @Test("integers of every varint length read back through the fast path, wherever they end")
+    func integersOfEveryLengthReadBack() throws {
+        var values: [Int64] = [0, -1, .min, .max]
+        for bits in 0 ..< 63 { values += [1 << bits, (1 << bits) - 1, -(1 << bits), -(1 << bits) - 1] }
+        var fields = FieldTable()
+        for value in values {
+            for tailLength in 0 ... 9 {
+                let counters = Counters(signed: value, int: -Int(value / 3), tail: String(repeating: "x", count: tailLength))
+                let stored = try RecordEncoder.encode(counters, fields: &fields, collection: "c")
+                #expect(try RecordDecoder.decode(Counters.self, from: stored, fields: fields, collection: "c") == counters)
+                #expect(try RecordCodableConformance.check(counters))
+            }
+        }
+    }
+
     @Test("text of every length up to 40, ASCII or with one other character anywhere, reads back as written")
     func textOfEveryLengthReadsBack() throws {
         var fields = FieldTable()

@@ -358,9 +358,10 @@ struct ScanPrefilterTests {
         var host: String
         var hits: Int
         var weight: Double
+        var starred: Bool
         static let collectionName = "visits"
         static let schema = Schema<Visit>(primaryKey: \.id)
-        static let storedFields: [StoredField<Visit>] = [.field(\.id), .field(\.note), .field(\.host), .field(\.hits), .field(\.weight)]
+        static let storedFields: [StoredField<Visit>] = [.field(\.id), .field(\.note), .field(\.host), .field(\.hits), .field(\.weight), .field(\.starred)]
     }
 
     /// `count` visits from id 1, one in `every` laid out unlike the others, in turn without
@@ -371,12 +372,14 @@ struct ScanPrefilterTests {
             let odd = i % every == 0 ? (i / every) % 4 : -1
             return Visit(id: Int64(i), note: odd == 0 ? nil : "n\(i)",
                          host: odd == 1 ? String(repeating: "h", count: 130 + i % 5) : odd == 3 ? "hôte-\(i)" : "h\(i)",
-                         hits: odd == 2 ? (i % 2 == 0 ? 1 : -1) * (1 << 50 + i) : i % 40, weight: Double(i % 9) / 3)
+                         hits: odd == 2 ? (i % 2 == 0 ? 1 : -1) * (1 << 50 + i) : i % 40, weight: Double(i % 9) / 3,
+                         starred: i % 7 == 0)
         }
     }
 
-    /// Reads and counts of conditions on `hits` and `weight` (after three other fields), as
-    /// the array answers them.
+    /// Reads and counts of conditions on `hits`, `weight` and `starred` (after three, four
+    /// and five other fields: integers, text and a Double stepped over), as the array
+    /// answers them.
     func expectArrayAnswers(_ visits: [Visit], in storage: StrataStorage) throws {
         func check(_ filter: Filter<Visit>, _ expected: (Visit) -> Bool, _ label: String) throws {
             let query = Visit.filter(filter)
@@ -389,6 +392,8 @@ struct ScanPrefilterTests {
         try check(\.hits < 0, { $0.hits < 0 }, "hits < 0")
         try check(\.weight >= 2.0, { $0.weight >= 2.0 }, "weight >= 2")
         try check(\.hits <= 5 && \.weight < 1.0, { $0.hits <= 5 && $0.weight < 1.0 }, "hits <= 5 and weight < 1")
+        try check(\.starred == true, { $0.starred }, "starred")
+        try check(\.hits >= 20 && \.starred == false, { $0.hits >= 20 && !$0.starred }, "hits >= 20 and not starred")
     }
 
     /// With one record in 9 laid out otherwise, the layout learned from the first record

@@ -43,53 +43,79 @@ enum RecordBytes {
         guard position >= 0, position < buffer.count else { return nil }
         let tag = buffer[position]
         if tag == RecordTag.int.rawValue || tag == RecordTag.uint.rawValue {
-            // A varint ends at its first byte below 0x80, within 10 bytes: within the next
-            // 8, the lowest such byte of them read as one word (a byte loop cost ~6
-            // instructions a byte; most stored integers take 1–8 bytes).
-            var p = position + 1
-            if p + 8 <= buffer.count {
-                let ends = ~UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: p, as: UInt64.self)) & 0x8080_8080_8080_8080
-                if ends != 0 { return p + ends.trailingZeroBitCount / 8 + 1 }
-            }
-            let end = min(buffer.count, p + 10)
-            while p < end {
-                if buffer[p] < 0x80 { return p + 1 }
-                p += 1
-            }
-            return nil
+            return endOfVarint(buffer, at: position + 1)
         }
         if tag == RecordTag.string.rawValue, position + 1 < buffer.count, buffer[position + 1] < 0x80 {
-            let start = position + 2, length = Int(buffer[position + 1])
-            return length <= buffer.count - start ? start + length : nil
+            return endOfLengthPrefixed(buffer, lengthAt: position + 1)
         }
         return endOfOtherScalar(buffer, at: position)
+    }
+
+    /// Where the varint starting at `position` ends; nil when it runs past the end or is
+    /// longer than 10 bytes.
+    ///
+    /// A varint ends at its first byte below 0x80: within the next 8 bytes, the lowest such
+    /// byte of them is found by reading them as one word (a byte loop cost ~6 instructions a
+    /// byte; most stored integers take 1–8 bytes).
+    @inline(__always)
+    static func endOfVarint(_ buffer: UnsafeRawBufferPointer, at position: Int) -> Int? {
+        var p = position
+        if p >= 0, p + 8 <= buffer.count {
+            let ends = ~UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: p, as: UInt64.self)) & 0x8080_8080_8080_8080
+            if ends != 0 { return p + ends.trailingZeroBitCount / 8 + 1 }
+        }
+        let end = min(buffer.count, p + 10)
+        while p >= 0, p < end {
+            if buffer[p] < 0x80 { return p + 1 }
+            p += 1
+        }
+        return nil
+    }
+
+    /// Where the length-prefixed value (text, data, URL, decimal) whose length starts at
+    /// `position` ends; nil when the length is malformed or runs past the end. A one-byte
+    /// length, values under 128 bytes, is read in line.
+    @inline(__always)
+    static func endOfLengthPrefixed(_ buffer: UnsafeRawBufferPointer, lengthAt position: Int) -> Int? {
+        if position >= 0, position < buffer.count, buffer[position] < 0x80 {
+            let start = position + 1, length = Int(buffer[position])
+            return length <= buffer.count - start ? start + length : nil
+        }
+        return endOfLongLengthPrefixed(buffer, lengthAt: position)
+    }
+
+    @inline(never)
+    private static func endOfLongLengthPrefixed(_ buffer: UnsafeRawBufferPointer, lengthAt position: Int) -> Int? {
+        var p = position
+        guard let length = varint(buffer, at: &p), length <= UInt64(buffer.count - p) else { return nil }
+        return p + Int(length)
+    }
+
+    /// The number of bytes after its tag of a value of fixed size (numbers other than
+    /// integers, Booleans, dates, UUIDs, nil); nil for every other tag.
+    static func fixedSize(of tag: RecordTag) -> Int? {
+        switch tag {
+        case .double, .date, .referenceDate: 8
+        case .float: 4
+        case .bool: 1
+        case .uuid: 16
+        case .null: 0
+        default: nil
+        }
     }
 
     /// `endOfScalar` for the values other than integers and short strings.
     @inline(never)
     private static func endOfOtherScalar(_ buffer: UnsafeRawBufferPointer, at position: Int) -> Int? {
         let p = position + 1
-        let size: Int
-        switch buffer[position] {
-        case RecordTag.string.rawValue, RecordTag.bytes.rawValue, RecordTag.url.rawValue, RecordTag.decimal.rawValue:
-            return endOfLengthPrefixed(buffer, at: position)
-        case RecordTag.double.rawValue, RecordTag.date.rawValue, RecordTag.referenceDate.rawValue: size = 8
-        case RecordTag.float.rawValue: size = 4
-        case RecordTag.bool.rawValue: size = 1
-        case RecordTag.uuid.rawValue: size = 16
-        case RecordTag.null.rawValue: size = 0
-        default: return nil
+        guard let tag = RecordTag(rawValue: buffer[position]) else { return nil }
+        switch tag {
+        case .string, .bytes, .url, .decimal:
+            return endOfLengthPrefixed(buffer, lengthAt: p)
+        default:
+            guard let size = fixedSize(of: tag) else { return nil }
+            return size <= buffer.count - p ? p + size : nil
         }
-        return size <= buffer.count - p ? p + size : nil
-    }
-
-    /// Where the length-prefixed value (data, URL, decimal) at `position` ends; nil when its
-    /// length runs past the end.
-    @inline(__always)
-    private static func endOfLengthPrefixed(_ buffer: UnsafeRawBufferPointer, at position: Int) -> Int? {
-        var p = position + 1
-        guard let length = varint(buffer, at: &p), length <= UInt64(buffer.count - p) else { return nil }
-        return p + Int(length)
     }
 
     /// The key (`Key`'s encoding) of the number, Boolean or date at `position`, converted to

@@ -136,6 +136,10 @@ final class RecordPrefilter {
     /// each, nil when one is unsure (field absent, another stored type, malformed bytes) —
     /// then decoding must tell. With `checksAll` and no other condition in the query, a
     /// decision is the query's answer (counts need not decode).
+    ///
+    /// In line in the scan's closure (measured: the call's frame was ~20 instructions per
+    /// record); learning, giving up and walking are calls.
+    @inline(__always)
     func decides(_ record: UnsafeRawBufferPointer) -> Bool? {
         if shape.count > 0 {
             if let decision = RecordShape.decides(record, steps: UnsafeBufferPointer(shape), conditions: fixed.baseAddress!, points: UnsafeBufferPointer(fixedPoints)) {

@@ -15,21 +15,38 @@ import StrataEngine
 /// Measured on W1's scan.filter (`age` is the fourth field, after an integer and two
 /// strings): the full walk took ~248 instructions per record; see Benchmarks/README.
 struct RecordShape {
-    /// One field of the shape.
+    /// One field of the shape: the two bytes it starts with, and what is done with its value
+    /// — stepped over by the way its stored type is laid out, or checked. Each step knows its
+    /// value's layout from the shape, so no tag is dispatched on per record (measured: a
+    /// step that dispatched on the tag through `RecordBytes.endOfScalar` cost ~38
+    /// instructions per field, W1 typed scan.filter, callgrind).
     struct Step {
         /// The field's id byte and then its tag byte, read as one little-endian `UInt16`.
         let header: UInt16
-        let action: Action
+        let kind: Kind
+        /// `.fixedWidth`: the value's size after its tag. `.condition`: the index of the
+        /// prefilter's fixed condition.
+        let operand: Int
+        /// `.integerBits`: the condition's key bits must lie in `low ... low + span`.
+        let low: UInt64, span: UInt64
 
-        enum Action: Equatable {
-            /// Only stepped over.
-            case stepOver
+        enum Kind: UInt8 {
+            /// Stepped over: a varint (signed or unsigned integer).
+            case varint
+            /// Stepped over: a varint length, then that many bytes (text, data, URL, decimal).
+            case lengthPrefixed
+            /// Stepped over: `operand` bytes.
+            case fixedWidth
             /// A range on a signed integer, stored as one (the tag says so): its key bits
             /// must lie in `low ... low + span` (`FixedWidthCondition.integerBits`). Checked
             /// in line.
-            case checkIntegerBits(low: UInt64, span: UInt64)
-            /// Another condition: the index of the prefilter's fixed condition.
-            case check(Int)
+            case integerBits
+            /// Another condition: `operand` is its index among the prefilter's fixed ones.
+            case condition
+        }
+
+        init(header: UInt16, kind: Kind, operand: Int = 0, low: UInt64 = 0, span: UInt64 = 0) {
+            (self.header, self.kind, self.operand, self.low, self.span) = (header, kind, operand, low, span)
         }
     }
 
@@ -44,74 +61,94 @@ struct RecordShape {
         var steps: [Step] = [], found = 0
         while let field = walk.nextField() {
             let position = walk.position
-            guard field < 0x80, position < record.count, let tag = RecordTag(rawValue: record[position]), Self.isScalar(tag) else { return nil }
+            guard field < 0x80, position < record.count, let tag = RecordTag(rawValue: record[position]) else { return nil }
+            let header = UInt16(field) | UInt16(tag.rawValue) << 8
             let matching = conditions.indices.filter { UInt64(conditions[$0].field) == field }
             guard matching.count <= 1 else { return nil }
-            let action: Step.Action
             if let index = matching.first {
+                guard tag != .keyed, tag != .unkeyed, tag != .map else { return nil }
                 if tag == .int, let bits = conditions[index].integerBits {
-                    action = .checkIntegerBits(low: bits.low, span: bits.span)
+                    steps.append(Step(header: header, kind: .integerBits, low: bits.low, span: bits.span))
                 } else {
-                    action = .check(index)
+                    steps.append(Step(header: header, kind: .condition, operand: index))
+                }
+                found += 1
+                if found == conditions.count {
+                    self.steps = steps
+                    return
                 }
             } else {
-                action = .stepOver
-            }
-            steps.append(Step(header: UInt16(field) | UInt16(tag.rawValue) << 8, action: action))
-            found += matching.count
-            if found == conditions.count {
-                self.steps = steps
-                return
+                guard let step = Self.stepOver(tag, header: header) else { return nil }
+                steps.append(step)
             }
             guard walk.stepOverScalar() else { return nil }
         }
         return nil
     }
 
-    private static func isScalar(_ tag: RecordTag) -> Bool {
+    /// The step over a value stored with `tag`; nil for a container.
+    private static func stepOver(_ tag: RecordTag, header: UInt16) -> Step? {
         switch tag {
-        case .keyed, .unkeyed, .map: false
-        default: true
+        case .int, .uint: return Step(header: header, kind: .varint)
+        case .string, .bytes, .url, .decimal: return Step(header: header, kind: .lengthPrefixed)
+        default:
+            guard let size = RecordBytes.fixedSize(of: tag) else { return nil }
+            return Step(header: header, kind: .fixedWidth, operand: size)
         }
     }
 
     /// Whether `record` meets every condition, when it has this shape: true or false; nil
     /// when the record differs from the shape or a condition cannot tell on its bytes (the
     /// full walk then decides).
+    ///
+    /// One bounds check per step, at its start: it covers the step's two header bytes and
+    /// the first byte of its value, all a step over text or a fixed-width value reads. The
+    /// position a step moves to is checked by the next step; the last step is always a
+    /// condition's, which bounds its own reads, so nothing is read past the record.
     @inline(__always)
     static func decides(_ record: UnsafeRawBufferPointer, steps: UnsafeBufferPointer<Step>,
                         conditions: UnsafePointer<FixedWidthCondition>, points: UnsafeBufferPointer<FixedKey>) -> Bool? {
         let size = record.count
         // A keyed record whose one-byte field count covers the shape.
-        guard size >= 2, record[0] == RecordTag.keyed.rawValue, record[1] < 0x80, Int(record[1]) >= steps.count else { return nil }
+        guard size >= 2, let bytes = record.baseAddress, bytes.load(as: UInt8.self) == RecordTag.keyed.rawValue else { return nil }
+        let fieldCount = bytes.load(fromByteOffset: 1, as: UInt8.self)
+        guard fieldCount < 0x80, Int(fieldCount) >= steps.count else { return nil }
         var p = 2
         var step = steps.baseAddress!
         let last = step + (steps.count - 1)
         while true {
-            // Positions stay within the record (`endOfScalar` bounds every end), so the sums
-            // below cannot overflow.
-            guard p &+ 2 <= size else { return nil }
-            let header = UInt16(littleEndian: record.loadUnaligned(fromByteOffset: p, as: UInt16.self))
-            guard header == step.pointee.header else { return nil }
-            let value = p &+ 1, payload = p &+ 2
-            switch step.pointee.action {
-            case .stepOver: break
-            case .checkIntegerBits(let low, let span):
+            // `p` is at most a step's reach (2 + 130 bytes) past `size`: no overflow.
+            guard p &+ 3 <= size else { return nil }
+            guard UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: p, as: UInt16.self)) == step.pointee.header else { return nil }
+            let payload = p &+ 2
+            switch step.pointee.kind {
+            case .lengthPrefixed:
+                let length = bytes.load(fromByteOffset: payload, as: UInt8.self)
+                if length < 0x80 {
+                    p = payload &+ 1 &+ Int(length)
+                } else {
+                    guard let end = RecordBytes.endOfLengthPrefixed(record, lengthAt: payload) else { return nil }
+                    p = end
+                }
+            case .varint:
+                guard let end = RecordBytes.endOfVarint(record, at: payload) else { return nil }
+                p = end
+            case .fixedWidth:
+                p = payload &+ step.pointee.operand
+            case .integerBits:
                 var end = payload
                 guard let stored = RecordBytes.varint(record, at: &end) else { return nil }
-                guard Key.orderedBits(ZigZag.decode(stored)) &- low <= span else { return false }
+                guard Key.orderedBits(ZigZag.decode(stored)) &- step.pointee.low <= step.pointee.span else { return false }
                 // The last step is a condition's (see `init`): every condition was met.
                 if step == last { return true }
                 p = end
-                step += 1
-                continue
-            case .check(let index):
-                guard let met = FixedWidthCondition.isMet(conditions + index, in: record, at: value, points: points) else { return nil }
+            case .condition:
+                guard let met = FixedWidthCondition.isMet(conditions + step.pointee.operand, in: record, at: p &+ 1, points: points) else { return nil }
                 guard met else { return false }
                 if step == last { return true }
+                guard let end = RecordBytes.endOfScalar(record, at: p &+ 1) else { return nil }
+                p = end
             }
-            guard let end = RecordBytes.endOfScalar(record, at: value) else { return nil }
-            p = end
             step += 1
         }
     }
