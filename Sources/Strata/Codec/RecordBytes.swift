@@ -12,14 +12,24 @@ enum RecordBytes {
     /// is longer than 10 bytes.
     @inline(__always)
     static func varint(_ buffer: UnsafeRawBufferPointer, at position: inout Int) -> UInt64? {
+        guard let base = buffer.baseAddress else { return nil }
+        return varint(base, size: buffer.count, at: &position)
+    }
+
+    /// `varint` over the `size` bytes at `base`: for readers that hold a record's address
+    /// (checked once for nil, not at every byte read).
+    @inline(__always)
+    static func varint(_ base: UnsafeRawPointer, size: Int, at position: inout Int) -> UInt64? {
+        guard position >= 0, position < size else { return nil }
         // One byte, the common case (field ids, lengths, small numbers): no loop.
-        if position >= 0, position < buffer.count, buffer[position] < 0x80 {
-            defer { position += 1 }
-            return UInt64(buffer[position])
+        let first = base.load(fromByteOffset: position, as: UInt8.self)
+        if first < 0x80 {
+            position += 1
+            return UInt64(first)
         }
-        var result: UInt64 = 0, shift: UInt64 = 0, p = position
-        while p < buffer.count {
-            let byte = buffer[p]
+        var result = UInt64(first & 0x7F), shift: UInt64 = 7, p = position + 1
+        while p < size {
+            let byte = base.load(fromByteOffset: p, as: UInt8.self)
             p += 1
             result |= UInt64(byte & 0x7F) << shift
             if byte < 0x80 {

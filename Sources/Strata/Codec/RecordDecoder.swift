@@ -151,13 +151,19 @@ final class DecodingContext {
     /// decodes, 21 per document; callgrind); other text, and malformed lengths, out of line.
     @inline(__always)
     func string(at position: Int) throws -> (String, end: Int) {
-        var start = position
-        if let length = RecordBytes.varint(buffer, at: &start), length <= UInt64(buffer.count - start) {
-            let end = start + Int(length)
-            let bytes = UnsafeRawBufferPointer(rebasing: buffer[start ..< end])
-            if Self.isASCII(bytes) { return (String(decoding: bytes, as: UTF8.self), end) }
-        }
+        if let base = buffer.baseAddress, let read = Self.asciiText(base, size: buffer.count, lengthAt: position) { return read }
         return try validatedString(at: position)
+    }
+
+    /// The ASCII text whose length prefix starts at `position`, and where it ends; nil for
+    /// other text and malformed lengths (`string` validates or reports those).
+    @inline(__always)
+    static func asciiText(_ base: UnsafeRawPointer, size: Int, lengthAt position: Int) -> (String, end: Int)? {
+        var start = position
+        guard let length = RecordBytes.varint(base, size: size, at: &start), length <= UInt64(size - start) else { return nil }
+        let bytes = UnsafeRawBufferPointer(start: base + start, count: Int(length))
+        guard isASCII(bytes) else { return nil }
+        return (String(decoding: bytes, as: UTF8.self), start + Int(length))
     }
 
     /// `string` for text that is not ASCII (validated as UTF-8), and for malformed lengths.
