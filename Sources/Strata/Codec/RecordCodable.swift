@@ -180,6 +180,9 @@ public struct RecordWriter {
 
 /// Reads one struct record's fields by name (see `RecordCodable`). Fields are usually asked
 /// for in the order they were written, so each is found where the last one ended.
+///
+/// A reader is lent to `init(from:)` for the one record being decoded and reads that
+/// record's bytes where they lie: use it only inside that call, never keep a copy.
 public struct RecordReader {
     let context: DecodingContext
     /// The record's address and size (the context's buffer), kept in the reader: a field's

@@ -79,13 +79,19 @@ public enum RecordDecoder {
     @inline(__always)
     static func decode<T: Decodable>(_ type: T.Type, from buffer: UnsafeRawBufferPointer, in context: DecodingContext,
                                      codec: Codec<T>?) throws -> T {
+        if let codec { return try decode(from: buffer, in: context, codec: codec) }
         context.buffer = buffer
         guard !buffer.isEmpty else { throw context.corrupt("empty record") }
-        if let codec {
-            var reader = try RecordReader(context: context)
-            return try codec(&reader)
-        }
         return try context.decode(type, at: 0, parent: nil, key: nil)
+    }
+
+    /// `decode` through a `RecordCodable` type's own codec.
+    @inline(__always)
+    static func decode<T: Decodable>(from buffer: UnsafeRawBufferPointer, in context: DecodingContext, codec: Codec<T>) throws -> T {
+        context.buffer = buffer
+        guard !buffer.isEmpty else { throw context.corrupt("empty record") }
+        var reader = try RecordReader(context: context)
+        return try codec(&reader)
     }
 }
 
