@@ -2,7 +2,14 @@
 
 /// Makes a struct a `Model` whose shape is known at compile time: the macro lists its stored
 /// properties (`storedFields`), and writes its record coding (`RecordCodable`, the fast
-/// path) and a `Codable` conformance that stores the same bytes.
+/// path) and a `Codable` conformance that stores the same values.
+///
+/// The record coding stores number-like fields (integers, floating-point numbers, Booleans,
+/// dates, UUIDs) first and the rest after, each group in declaration order, so that a scan's
+/// check on the stored bytes reaches the fields conditions usually compare without stepping
+/// over text; the `Codable` conformance keeps declaration order (what a `JSONEncoder` shows).
+/// Readers find fields by name, so records in either order, and records written before a
+/// type adopted the macro, read the same.
 ///
 /// ```swift
 /// import StrataMacros

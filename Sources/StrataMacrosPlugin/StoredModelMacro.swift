@@ -5,7 +5,8 @@ import SwiftSyntaxMacros
 
 /// `@StoredModel`: reads a struct's stored properties once, at compile time, and writes what
 /// Strata needs of it — the field list (`storedFields`), the record coding (`RecordCodable`)
-/// and a `Codable` conformance that stores the same bytes.
+/// and a `Codable` conformance that stores the same values (the record coding stores
+/// number-like fields first; see `StoredProperty.recordOrder`).
 public struct StoredModelMacro: ExtensionMacro {
     /// The extension declaring the conformances and members.
     /// - Parameters:
@@ -43,6 +44,10 @@ public struct StoredModelMacro: ExtensionMacro {
         guard !fields.isEmpty else {
             throw MacroError(node: Syntax(node), "@StoredModel found no stored properties in \(structDecl.name.text)")
         }
+        // The record codec stores number-like fields first (`StoredProperty.recordOrder`);
+        // the `Codable` conformance keeps declaration order, which other encoders (JSON)
+        // show. Strata reads either order.
+        let recordOrder = StoredProperty.recordOrder(fields)
         let access = accessModifier(of: structDecl)
         let conformances = protocols.map(\.trimmedDescription).joined(separator: ", ")
         let header = conformances.isEmpty ? "extension \(type.trimmedDescription)" : "extension \(type.trimmedDescription): \(conformances)"
@@ -55,11 +60,11 @@ public struct StoredModelMacro: ExtensionMacro {
             }
 
             \(access)func encode(to record: inout Strata.RecordWriter) throws {
-        \(fields.map { "        try record.\($0.isOptional ? "encodeIfPresent" : "encode")(self.\($0.property), forKey: \(literal($0.name)))" }.joined(separator: "\n"))
+        \(recordOrder.map { "        try record.\($0.isOptional ? "encodeIfPresent" : "encode")(self.\($0.property), forKey: \(literal($0.name)))" }.joined(separator: "\n"))
             }
 
             \(access)init(from record: inout Strata.RecordReader) throws {
-        \(fields.filter(\.isDecoded).map { "        self.\($0.property) = try record.\($0.isOptional ? "decodeIfPresent" : "decode")(\($0.valueType).self, forKey: \($0.readKey("record")))" }.joined(separator: "\n"))
+        \(recordOrder.filter(\.isDecoded).map { "        self.\($0.property) = try record.\($0.isOptional ? "decodeIfPresent" : "decode")(\($0.valueType).self, forKey: \($0.readKey("record")))" }.joined(separator: "\n"))
             }
 
             \(access)func encode(to encoder: any Swift.Encoder) throws {

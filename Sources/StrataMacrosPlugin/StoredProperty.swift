@@ -14,6 +14,28 @@ struct StoredProperty {
     /// reads it back, and so does the macro.
     let isDecoded: Bool
 
+    /// Whether the value is stored in a few bytes of known layout — an integer, a
+    /// floating-point number, a Boolean, a date or a UUID, as far as the written type name
+    /// tells (a type alias of one is not recognized, and is stored with the rest).
+    var isNumberLike: Bool {
+        var type = valueType
+        for module in ["Swift.", "Foundation."] where type.hasPrefix(module) { type.removeFirst(module.count) }
+        return Self.numberLikeTypes.contains(type)
+    }
+
+    private static let numberLikeTypes: Set<String> = [
+        "Int", "Int8", "Int16", "Int32", "Int64", "UInt", "UInt8", "UInt16", "UInt32", "UInt64",
+        "Double", "Float", "TimeInterval", "Bool", "Date", "UUID",
+    ]
+
+    /// The properties in the order the record codec stores them: the number-like ones first,
+    /// then the rest, each group in declaration order. A scan's check on the stored bytes
+    /// (numbers are what conditions compare most) then reaches them without stepping over
+    /// text first; readers find fields by name, so the order is the writer's choice.
+    static func recordOrder(_ properties: [StoredProperty]) -> [StoredProperty] {
+        properties.filter(\.isNumberLike) + properties.filter { !$0.isNumberLike }
+    }
+
     /// The key a reader asks for: the current name, or an original one the record still has.
     func readKey(_ reader: String) -> String {
         guard let originalName else { return literal(name) }

@@ -17,7 +17,7 @@ struct StoredModelExpansionTests {
         }
     }
 
-    @Test("stored properties become fields, with optional, renamed and write-only ones coded as Codable codes them")
+    @Test("stored properties become fields, with optional, renamed and write-only ones coded as Codable codes them; the record codec stores number-like fields first")
     func expandsEveryStoredProperty() {
         expect("""
             @StoredModel
@@ -54,17 +54,17 @@ struct StoredModelExpansionTests {
 
                 public func encode(to record: inout Strata.RecordWriter) throws {
                     try record.encode(self.id, forKey: "id")
-                    try record.encode(self.body, forKey: "body")
                     try record.encodeIfPresent(self.due, forKey: "due")
                     try record.encode(self.kind, forKey: "kind_id")
                     try record.encode(self.version, forKey: "version")
+                    try record.encode(self.body, forKey: "body")
                 }
 
                 public init(from record: inout Strata.RecordReader) throws {
                     self.id = try record.decode(Int64.self, forKey: "id")
-                    self.body = try record.decode(String.self, forKey: record.storedKey("body", originalNames: ["text"]))
                     self.due = try record.decodeIfPresent(Date.self, forKey: "due")
                     self.kind = try record.decode(Int.self, forKey: "kind_id")
+                    self.body = try record.decode(String.self, forKey: record.storedKey("body", originalNames: ["text"]))
                 }
 
                 public func encode(to encoder: any Swift.Encoder) throws {

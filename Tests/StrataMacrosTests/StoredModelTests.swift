@@ -91,17 +91,24 @@ struct StoredModelTests {
         #expect(Note.schema.description.name(of: \Note.body) == "body")
     }
 
-    @Test("a @StoredModel stores the same bytes as the synthesized Codable conformance")
-    func sameBytesAsCodable() throws {
+    @Test("a @StoredModel stores the values the synthesized Codable conformance stores, its number-like fields first")
+    func storesNumbersFirst() throws {
         let values = [(1, "Ada", ["x", "y"], 2.5), (2, "Grace", [], nil)] as [(Int64, String, [String], Double?)]
-        let (macroPath, codablePath) = (temporaryPath(), temporaryPath())
-        defer { for p in [macroPath, codablePath] { try? FileManager.default.removeItem(atPath: p) } }
-        let macro = try StrataStorage(path: macroPath), codable = try StrataStorage(path: codablePath)
-        try macro.persist(values.map { Described(id: $0.0, name: $0.1, tags: $0.2, score: $0.3, created: day) })
-        try codable.persist(values.map { Synthesized(id: $0.0, name: $0.1, tags: $0.2, score: $0.3, created: day) })
-        try macro.close()
-        try codable.close()
-        #expect(try storedRecords(macroPath, "twins") == storedRecords(codablePath, "twins"))
+        /// The stored record's top-level fields, in stored order.
+        func storedFields(_ value: some Model) throws -> [RecordValue.Field] {
+            var fields = FieldTable()
+            let bytes = try RecordEncoder.encode(value, fields: &fields, collection: "twins")
+            guard case .object(let entries) = try RecordValue.decode(bytes, fields: fields, collection: "twins") else { return [] }
+            return entries
+        }
+        for (id, name, tags, score) in values {
+            let macro = try storedFields(Described(id: id, name: name, tags: tags, score: score, created: day))
+            let codable = try storedFields(Synthesized(id: id, name: name, tags: tags, score: score, created: day))
+            // A nil optional is left out by both.
+            #expect(macro.map(\.name) == ["id", "score", "created", "name", "tags"].filter { score != nil || $0 != "score" })
+            #expect(codable.map(\.name) == ["id", "name", "tags", "score", "created"].filter { score != nil || $0 != "score" })
+            #expect(macro.sorted { $0.name < $1.name } == codable.sorted { $0.name < $1.name })
+        }
         let fast = Described(id: 3, name: "Lin", tags: ["a"], score: nil, created: day)
         #expect(try RecordCodableConformance.check(fast))
     }

@@ -3,7 +3,7 @@ import Strata
 import Testing
 
 /// Models that write their own records (`RecordCodable`): same bytes as `Codable`, faster.
-@Suite("RecordCodable: the fast path writes what Codable writes")
+@Suite("RecordCodable: the fast path stores what Codable stores")
 struct RecordCodableTests {
     struct Address: Codable, Equatable {
         var city: String
@@ -96,6 +96,41 @@ struct RecordCodableTests {
         #expect(throws: RecordError.typeMismatch(collection: "profiles", field: "name", stored: "signed integer", expected: "String")) {
             try RecordDecoder.decode(Profile.self, from: mismatched, fields: other, collection: "profiles")
         }
+    }
+
+    /// Writes its fields in another order than `Codable` does, as `@StoredModel` writes
+    /// number-like fields first: the same record to every reader.
+    struct Reordered: RecordCodable, Equatable {
+        var label: String
+        var count: Int
+        func encode(to record: inout RecordWriter) throws {
+            try record.encode(count, forKey: "count")
+            try record.encode(label, forKey: "label")
+        }
+        init(from record: inout RecordReader) throws {
+            count = try record.decode(Int.self, forKey: "count")
+            label = try record.decode(String.self, forKey: "label")
+        }
+        init(label: String, count: Int) { (self.label, self.count) = (label, count) }
+    }
+
+    /// Stores another value than `Codable` does: the check must catch it.
+    struct Tampered: RecordCodable, Equatable {
+        var count: Int
+        func encode(to record: inout RecordWriter) throws { try record.encode(count + 1, forKey: "count") }
+        init(from record: inout RecordReader) throws { count = try record.decode(Int.self, forKey: "count") - 1 }
+        init(count: Int) { self.count = count }
+    }
+
+    @Test("the check accepts fields written in any order and catches a value stored differently")
+    func checkComparesFieldsNotOrder() throws {
+        #expect(try RecordCodableConformance.check(Reordered(label: "a", count: 2)))
+        #expect(try RecordCodableConformance.check(Tampered(count: 2)) == false)
+        var fields = FieldTable()
+        let stored = try RecordEncoder.encode(Reordered(label: "a", count: 2), fields: &fields, collection: "c")
+        #expect(try RecordDecoder.decode(Reordered.self, from: stored, fields: fields, collection: "c") == Reordered(label: "a", count: 2))
+        struct Plain: Codable, Equatable { var label: String; var count: Int }
+        #expect(try RecordDecoder.decode(Plain.self, from: stored, fields: fields, collection: "c") == Plain(label: "a", count: 2))
     }
 
     /// Integers read where they lie, through the generated codec's own path: every varint

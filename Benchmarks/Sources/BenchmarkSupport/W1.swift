@@ -176,7 +176,8 @@ extension UserFields {
 extension UserByAge: UserFields {}
 
 /// W1's user as `@StoredModel` generates it (written out, so the benchmark package does not
-/// build swift-syntax): declared fields and the `RecordCodable` codec. The same bytes as `User`.
+/// build swift-syntax): declared fields and the `RecordCodable` codec. The same values as
+/// `User`, its number-like fields stored first.
 public struct FastUser: Model, RecordCodable, Equatable, UserFields {
     public var id: Int64
     public var name: String
@@ -222,20 +223,22 @@ public struct FastUserByAge: Model, RecordCodable, UserFields {
     public init(from record: inout RecordReader) throws { self = try decodeUserFields(from: &record) }
 }
 
-/// The generated codec's body, shared by the two fast models.
+/// The generated codec's body, shared by the two fast models: number-like fields first, as
+/// `@StoredModel`'s record coding orders them.
 @inline(__always)
 func encodeUserFields(_ user: some UserFields, to record: inout RecordWriter) throws {
     try record.encode(user.id, forKey: "id")
-    try record.encode(user.name, forKey: "name")
-    try record.encode(user.email, forKey: "email")
     try record.encode(user.age, forKey: "age")
     try record.encode(user.score, forKey: "score")
     try record.encode(user.createdAt, forKey: "createdAt")
+    try record.encode(user.name, forKey: "name")
+    try record.encode(user.email, forKey: "email")
 }
 
 @inline(__always)
 func decodeUserFields<U: UserFields>(from record: inout RecordReader) throws -> U {
-    U(id: try record.decode(Int64.self, forKey: "id"), name: try record.decode(String.self, forKey: "name"),
-      email: try record.decode(String.self, forKey: "email"), age: try record.decode(Int.self, forKey: "age"),
-      score: try record.decode(Double.self, forKey: "score"), createdAt: try record.decode(Int64.self, forKey: "createdAt"))
+    let id = try record.decode(Int64.self, forKey: "id"), age = try record.decode(Int.self, forKey: "age")
+    let score = try record.decode(Double.self, forKey: "score"), createdAt = try record.decode(Int64.self, forKey: "createdAt")
+    return U(id: id, name: try record.decode(String.self, forKey: "name"), email: try record.decode(String.self, forKey: "email"),
+             age: age, score: score, createdAt: createdAt)
 }

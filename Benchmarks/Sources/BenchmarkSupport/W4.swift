@@ -3,7 +3,8 @@
 import Strata
 
 /// W4's record, with what `@StoredModel` generates written out (`storedFields`, the
-/// `RecordCodable` fast path), so the benchmark package does not build swift-syntax.
+/// `RecordCodable` fast path, number-like fields first), so the benchmark package does not
+/// build swift-syntax.
 public struct Note: Model, RecordCodable, Equatable {
     public var id: Int64
     public var notebookId: Int64
@@ -28,22 +29,22 @@ public struct Note: Model, RecordCodable, Equatable {
         try record.encode(id, forKey: "id")
         try record.encode(notebookId, forKey: "notebookId")
         try record.encode(createdAt, forKey: "createdAt")
-        try record.encode(title, forKey: "title")
-        try record.encode(tag, forKey: "tag")
         try record.encode(priority, forKey: "priority")
         try record.encode(done, forKey: "done")
         try record.encodeIfPresent(due, forKey: "due")
+        try record.encode(title, forKey: "title")
+        try record.encode(tag, forKey: "tag")
     }
 
     public init(from record: inout RecordReader) throws {
         id = try record.decode(Int64.self, forKey: "id")
         notebookId = try record.decode(Int64.self, forKey: "notebookId")
         createdAt = try record.decode(Int64.self, forKey: "createdAt")
-        title = try record.decode(String.self, forKey: "title")
-        tag = try record.decode(String.self, forKey: "tag")
         priority = try record.decode(Int.self, forKey: "priority")
         done = try record.decode(Bool.self, forKey: "done")
         due = try record.decodeIfPresent(Int64.self, forKey: "due")
+        title = try record.decode(String.self, forKey: "title")
+        tag = try record.decode(String.self, forKey: "tag")
     }
 
     public init(id: Int64, notebookId: Int64, createdAt: Int64, title: String, tag: String, priority: Int, done: Bool, due: Int64?) {
