@@ -142,7 +142,7 @@ final class RecordPrefilter {
     @inline(__always)
     func decides(_ record: UnsafeRawBufferPointer) -> Bool? {
         if shape.count > 0 {
-            if let decision = RecordShape.decides(record, steps: UnsafeBufferPointer(shape), conditions: fixed.baseAddress!, points: UnsafeBufferPointer(fixedPoints)) {
+            if let decision = RecordShape.decides(record, steps: UnsafeBufferPointer(shape), conditions: UnsafeBufferPointer(fixed), points: UnsafeBufferPointer(fixedPoints)) {
                 shapeHits &+= 1
                 return decision
             }

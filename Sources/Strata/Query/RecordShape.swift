@@ -24,6 +24,9 @@ struct RecordShape {
         /// The field's id byte and then its tag byte, read as one little-endian `UInt16`.
         let header: UInt16
         let kind: Kind
+        /// Whether this is the shape's last step (always a condition's, see `init`): once it
+        /// is met, every condition is.
+        var isLast = false
         /// `.fixedWidth`: the value's size after its tag. `.condition`: the index of the
         /// prefilter's fixed condition.
         let operand: Int
@@ -74,6 +77,7 @@ struct RecordShape {
                 }
                 found += 1
                 if found == conditions.count {
+                    steps[steps.count - 1].isLast = true
                     self.steps = steps
                     return
                 }
@@ -107,7 +111,7 @@ struct RecordShape {
     /// condition's, which bounds its own reads, so nothing is read past the record.
     @inline(__always)
     static func decides(_ record: UnsafeRawBufferPointer, steps: UnsafeBufferPointer<Step>,
-                        conditions: UnsafePointer<FixedWidthCondition>, points: UnsafeBufferPointer<FixedKey>) -> Bool? {
+                        conditions: UnsafeBufferPointer<FixedWidthCondition>, points: UnsafeBufferPointer<FixedKey>) -> Bool? {
         let size = record.count
         // A keyed record whose one-byte field count covers the shape.
         guard size >= 2, let bytes = record.baseAddress, bytes.load(as: UInt8.self) == RecordTag.keyed.rawValue else { return nil }
@@ -115,7 +119,6 @@ struct RecordShape {
         guard fieldCount < 0x80, Int(fieldCount) >= steps.count else { return nil }
         var p = 2
         var step = steps.baseAddress!
-        let last = step + (steps.count - 1)
         while true {
             // `p` is at most a step's reach (2 + 130 bytes) past `size`: no overflow.
             guard p &+ 3 <= size else { return nil }
@@ -139,13 +142,12 @@ struct RecordShape {
                 var end = payload
                 guard let stored = RecordBytes.varint(record, at: &end) else { return nil }
                 guard Key.orderedBits(ZigZag.decode(stored)) &- step.pointee.low <= step.pointee.span else { return false }
-                // The last step is a condition's (see `init`): every condition was met.
-                if step == last { return true }
+                if step.pointee.isLast { return true }
                 p = end
             case .condition:
-                guard let met = FixedWidthCondition.isMet(conditions + step.pointee.operand, in: record, at: p &+ 1, points: points) else { return nil }
+                guard let met = FixedWidthCondition.isMet(conditions.baseAddress! + step.pointee.operand, in: record, at: p &+ 1, points: points) else { return nil }
                 guard met else { return false }
-                if step == last { return true }
+                if step.pointee.isLast { return true }
                 guard let end = RecordBytes.endOfScalar(record, at: p &+ 1) else { return nil }
                 p = end
             }
