@@ -133,6 +133,37 @@ struct RecordCodableTests {
         #expect(try RecordDecoder.decode(Plain.self, from: stored, fields: fields, collection: "c") == Plain(label: "a", count: 2))
     }
 
+    /// 130 fields: a two-byte field count, and field ids of two bytes past the 128th.
+    struct Wide: RecordCodable, Equatable {
+        static let width = 130
+        var values: [Int]
+        init(values: [Int]) { self.values = values }
+        func encode(to record: inout RecordWriter) throws {
+            for (i, value) in values.enumerated() { try record.encode(value, forKey: "f\(i)") }
+        }
+        init(from record: inout RecordReader) throws {
+            values = try (0 ..< Self.width).map { try record.decode(Int.self, forKey: "f\($0)") }
+        }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: StoredFieldKey.self)
+            for (i, value) in values.enumerated() { try container.encode(value, forKey: StoredFieldKey("f\(i)")) }
+        }
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: StoredFieldKey.self)
+            values = try (0 ..< Self.width).map { try container.decode(Int.self, forKey: StoredFieldKey("f\($0)")) }
+        }
+    }
+
+    @Test("a record of more than 127 fields reads back through the fast path, every field found")
+    func wideRecordReadsBack() throws {
+        let wide = Wide(values: (0 ..< Wide.width).map { $0 * 7 - 300 })
+        var fields = FieldTable()
+        let stored = try RecordEncoder.encode(wide, fields: &fields, collection: "c")
+        #expect(stored[1] >= 0x80)   // the field count takes two bytes
+        #expect(try RecordDecoder.decode(Wide.self, from: stored, fields: fields, collection: "c") == wide)
+        #expect(try RecordCodableConformance.check(wide))
+    }
+
     /// Integers read where they lie, through the generated codec's own path: every varint
     /// length (1 to 10 bytes), with 0 to 9 bytes of record after it, so each is read both
     /// with bytes to spare and at the record's very end.

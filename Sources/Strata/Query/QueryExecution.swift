@@ -299,7 +299,9 @@ private struct ResultWindow {
 
     init(offset: Int, limit: Int?) { (self.offset, self.limit) = (offset, limit) }
 
-    /// Passes a match past the offset to `visit`; whether to read on.
+    /// Passes a match past the offset to `visit`; whether to read on. In line in each
+    /// caller's closure: called, this generic method took its type's metadata per record.
+    @inline(__always)
     mutating func pass<Record>(_ key: UnsafeRawBufferPointer, _ record: Record, matches: (Record) throws -> Bool,
                              to visit: (UnsafeRawBufferPointer, Record) throws -> Bool) throws -> Bool {
         guard try matches(record) else { return true }
