@@ -3,8 +3,8 @@ import Foundation
 /// A model that writes and reads its own record, field by field, instead of going through
 /// `Codable`'s containers: the fast path for hot models (W1's `User` encodes about 3× and
 /// decodes about 5× faster this way — see Benchmarks/README.md). Optional: a model without
-/// it is encoded by its `Codable` conformance, and both produce the same bytes, so a type can
-/// adopt or drop it at any time with no effect on stored data.
+/// it is encoded by its `Codable` conformance, and both store the same fields and values, so
+/// a type can adopt or drop it at any time with no effect on what readers see.
 ///
 /// Write each field once, under the name `Codable` uses (the property name, unless the type
 /// declares other `CodingKeys`); `RecordCodableConformance.check` in tests compares what

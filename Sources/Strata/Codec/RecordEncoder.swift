@@ -149,7 +149,7 @@ final class EncodingContext {
 }
 
 /// The record format's primitive encodings, appended to a byte array: shared by `Segment`
-/// (the Codable path) and `RecordWriter` (the fast path), so both write the same bytes.
+/// (the Codable path) and `RecordWriter` (the fast path), so both write each value alike.
 extension [UInt8] {
     @inline(__always) mutating func appendTag(_ t: RecordTag) { append(t.rawValue) }
 
