@@ -315,7 +315,8 @@ public struct RecordReader {
                 advance(to: end)
                 return string
             }
-            let (string, end) = try context.string(at: value + 1)
+            // Other text is validated once, not checked for ASCII again.
+            let (string, end) = try context.validatedString(at: value + 1)
             advance(to: end)
             return string
         }

@@ -174,7 +174,7 @@ final class DecodingContext {
 
     /// `string` for text that is not ASCII (validated as UTF-8), and for malformed lengths.
     @inline(never)
-    private func validatedString(at position: Int) throws -> (String, end: Int) {
+    func validatedString(at position: Int) throws -> (String, end: Int) {
         let (bytes, end) = try lengthPrefixed(at: position)
         guard let s = String(validating: bytes, as: UTF8.self) else { throw corrupt("string is not UTF-8") }
         return (s, end)

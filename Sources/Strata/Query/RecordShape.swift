@@ -106,8 +106,8 @@ struct RecordShape {
     /// full walk then decides).
     ///
     /// One bounds check per step, at its start: it covers the step's two header bytes and
-    /// the first byte of its value, all a step over text or a fixed-width value reads. The
-    /// position a step moves to is checked by the next step; the last step is always a
+    /// the first byte of its value. A step over a fixed-width value reads nothing more, and
+    /// the position it moves to is checked by the next step; the last step is always a
     /// condition's, which bounds its own reads, so nothing is read past the record.
     @inline(__always)
     static func decides(_ record: UnsafeRawBufferPointer, steps: UnsafeBufferPointer<Step>,
@@ -120,19 +120,14 @@ struct RecordShape {
         var p = 2
         var step = steps.baseAddress!
         while true {
-            // `p` is at most a step's reach (2 + 130 bytes) past `size`: no overflow.
+            // `p` is at most a fixed-width step's reach (2 + 16 bytes) past `size`: no overflow.
             guard p &+ 3 <= size else { return nil }
             guard UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: p, as: UInt16.self)) == step.pointee.header else { return nil }
             let payload = p &+ 2
             switch step.pointee.kind {
             case .lengthPrefixed:
-                let length = bytes.load(fromByteOffset: payload, as: UInt8.self)
-                if length < 0x80 {
-                    p = payload &+ 1 &+ Int(length)
-                } else {
-                    guard let end = RecordBytes.endOfLengthPrefixed(record, lengthAt: payload) else { return nil }
-                    p = end
-                }
+                guard let end = RecordBytes.endOfLengthPrefixed(record, lengthAt: payload) else { return nil }
+                p = end
             case .varint:
                 guard let end = RecordBytes.endOfVarint(record, at: payload) else { return nil }
                 p = end
