@@ -358,22 +358,28 @@ struct ScanPrefilterTests {
         var host: String
         var hits: Int
         var weight: Double
+        var labels: [String]
         var starred: Bool
         static let collectionName = "visits"
         static let schema = Schema<Visit>(primaryKey: \.id)
-        static let storedFields: [StoredField<Visit>] = [.field(\.id), .field(\.note), .field(\.host), .field(\.hits), .field(\.weight), .field(\.starred)]
+        static let storedFields: [StoredField<Visit>] = [
+            .field(\.id), .field(\.note), .field(\.host), .field(\.hits), .field(\.weight), .field(\.labels), .field(\.starred),
+        ]
     }
+
+    static let labels = ["red", "green", "blue", "teal"]
 
     /// `count` visits from id 1, one in `every` laid out unlike the others, in turn without
     /// its note, with a host of 130+ bytes, with a hit count of eight varint bytes, and
-    /// with non-ASCII text.
+    /// with non-ASCII text (in its host and among its labels).
     static func visits(count: Int, oddOneIn every: Int) -> [Visit] {
         (1 ... count).map { i in
             let odd = i % every == 0 ? (i / every) % 4 : -1
+            let labels = (0 ..< i % 4).map { Self.labels[(i + $0) % Self.labels.count] } + (odd == 3 ? ["grün"] : [])
             return Visit(id: Int64(i), note: odd == 0 ? nil : "n\(i)",
-                         host: odd == 1 ? String(repeating: "h", count: 130 + i % 5) : odd == 3 ? "hôte-\(i)" : "h\(i)",
+                         host: odd == 1 ? String(repeating: "h", count: 130 + i % 5) : odd == 3 ? "hôte-\(i)" : "h\(i % 50)",
                          hits: odd == 2 ? (i % 2 == 0 ? 1 : -1) * (1 << 50 + i) : i % 40, weight: Double(i % 9) / 3,
-                         starred: i % 7 == 0)
+                         labels: labels, starred: i % 7 == 0)
         }
     }
 
@@ -394,6 +400,16 @@ struct ScanPrefilterTests {
         try check(\.hits <= 5 && \.weight < 1.0, { $0.hits <= 5 && $0.weight < 1.0 }, "hits <= 5 and weight < 1")
         try check(\.starred == true, { $0.starred }, "starred")
         try check(\.hits >= 20 && \.starred == false, { $0.hits >= 20 && !$0.starred }, "hits >= 20 and not starred")
+        // String equality: on text stepped over by length, and on an array's elements.
+        try check(\.host == "h7", { $0.host == "h7" }, "host == h7")
+        try check(.in(\.host, ["h7", "h12", "hôte-36"]), { ["h7", "h12", "hôte-36"].contains($0.host) }, "host IN")
+        try check(\.host == "h7" && \.starred == true, { $0.host == "h7" && $0.starred }, "host == h7 and starred")
+        for label in Self.labels + ["grün", "gold"] {
+            try check(.contains(\.labels, label), { $0.labels.contains(label) }, "labels contain \(label)")
+        }
+        try check(\.hits < 20 && .contains(\.labels, "blue"), { $0.hits < 20 && $0.labels.contains("blue") }, "hits < 20 and labels contain blue")
+        // The array comes before `starred`: its condition is not the layout's last.
+        try check(.contains(\.labels, "teal") && \.starred == true, { $0.labels.contains("teal") && $0.starred }, "labels contain teal and starred")
     }
 
     /// With one record in 9 laid out otherwise, the layout learned from the first record

@@ -311,11 +311,12 @@ public struct RecordReader {
     /// - Returns: The stored text.
     public mutating func decode(_ type: String.Type, forKey key: String) throws -> String {
         if let value = valueAtCursor(key), tag(at: value) == RecordTag.string.rawValue {
-            if let (string, end) = DecodingContext.asciiText(bytes, size: size, lengthAt: value + 1) {
+            if let (string, end) = DecodingContext.text(bytes, size: size, lengthAt: value + 1) {
                 advance(to: end)
                 return string
             }
-            // Other text is validated once, not checked for ASCII again.
+            // Short text that is not ASCII is validated once, not checked for ASCII again;
+            // malformed text is reported.
             let (string, end) = try context.validatedString(at: value + 1)
             advance(to: end)
             return string

@@ -25,15 +25,12 @@ final class RecordPrefilter {
         /// Whether the field is an array one of whose elements must be within the bounds.
         let onElements: Bool
         /// For equality with strings (`==`, `IN`, an array holding one): the strings' UTF-8,
-        /// compared with stored ASCII text as it is, with no key built per value.
-        let strings: [[UInt8]]?
+        /// compared with stored text as it is (`TextPoints`). Set by the prefilter, which
+        /// frees it.
+        var texts: TextPoints? = nil
 
-        init(field: UInt32, bounds: FieldBounds, kind: UInt8, onElements: Bool) {
-            (self.field, self.bounds, self.kind, self.onElements) = (field, bounds, kind, onElements)
-            strings = Self.strings(bounds, kind: kind)
-        }
-
-        private static func strings(_ bounds: FieldBounds, kind: UInt8) -> [[UInt8]]? {
+        /// The strings of equality bounds on strings; nil for other bounds.
+        var wantedStrings: [[UInt8]]? {
             guard kind == KeyTag.string, case .points(let points) = bounds else { return nil }
             var strings: [[UInt8]] = []
             for point in points {
@@ -54,7 +51,8 @@ final class RecordPrefilter {
     /// How many conditions a record must meet: `fixed` and `conditions`.
     private let conditionCount: Int
     /// The layout of the fields up to the last condition's, learned from the first record
-    /// when every condition is a fixed one; empty when there is none (yet, or for good).
+    /// when every condition is a fixed one or string equality; empty when there is none
+    /// (yet, or for good).
     @exclusivity(unchecked) private var shape: UnsafeMutableBufferPointer<RecordShape.Step> = .init(start: nil, count: 0)
     /// Whether the shape was learned or given up on: it is learned once.
     @exclusivity(unchecked) private var shapeSettled = false
@@ -94,6 +92,8 @@ final class RecordPrefilter {
             if !condition.onElements, let compiled = FixedWidthCondition(field: condition.field, bounds: condition.bounds, kind: condition.kind, pointList: &points) {
                 fixed.append(compiled)
             } else {
+                var condition = condition
+                condition.texts = condition.wantedStrings.map(TextPoints.allocate)
                 general.append(condition)
             }
         }
@@ -103,7 +103,8 @@ final class RecordPrefilter {
         _ = fixedPoints.initialize(from: points)
         self.conditions = general
         conditionCount = fixed.count + general.count
-        shapeSettled = !general.isEmpty   // the shape checks fixed conditions only
+        // The shape checks fixed conditions and string equality only.
+        shapeSettled = general.contains { $0.texts == nil }
         walked = FieldSet(all.map(\.field))
         checksAll = all.count == conditions.count + elements.count
         context = DecodingContext(buffer: UnsafeRawBufferPointer(start: nil, count: 0), fields: fields, collection: collection)
@@ -113,6 +114,7 @@ final class RecordPrefilter {
         fixed.deallocate()
         fixedPoints.deallocate()
         shape.deallocate()
+        for condition in conditions { condition.texts?.deallocate() }
     }
 
     /// The tag shared by every bound, when it is one this filter can compare.
@@ -157,7 +159,8 @@ final class RecordPrefilter {
     @inline(never)
     private func learnShape(from record: UnsafeRawBufferPointer) {
         shapeSettled = true
-        guard let learned = RecordShape(of: record, conditions: UnsafeBufferPointer(fixed)) else { return }
+        let texts = conditions.map { RecordShape.TextCondition(field: $0.field, onElements: $0.onElements, strings: $0.texts!) }
+        guard let learned = RecordShape(of: record, conditions: UnsafeBufferPointer(fixed), texts: texts) else { return }
         shape = .allocate(capacity: learned.steps.count)
         _ = shape.initialize(from: learned.steps)
     }
@@ -225,13 +228,9 @@ final class RecordPrefilter {
     /// Whether the value at `position` meets `condition`; nil when its stored type cannot tell.
     @inline(__always)
     private static func value(_ context: DecodingContext, at position: Int, meets condition: Condition, scratch: inout Key) throws -> Bool? {
-        if let strings = condition.strings {
-            // ASCII is its own normalized form: equal bytes are equal strings, and other bytes
-            // are other strings. Other text may equal a value in another normalization: unsure.
+        if let texts = condition.texts {
             guard try context.tag(at: position) == .string else { return nil }
-            let (bytes, _) = try context.lengthPrefixed(at: position + 1)
-            guard DecodingContext.isASCII(bytes) else { return nil }
-            return strings.contains { $0.withUnsafeBytes { equalBytes(bytes, $0) } }
+            return texts.matches(try context.lengthPrefixed(at: position + 1).0)
         }
         if condition.kind == KeyTag.uuid {
             // A UUID's key is its tag and its 16 bytes, as stored: built on the stack.
@@ -267,7 +266,7 @@ final class RecordPrefilter {
         guard try context.tag(at: position) == .unkeyed else { return nil }
         var p = position + 1
         let count = try context.varint(at: &p)
-        if let strings = condition.strings { return someString(context.buffer, from: p, count: count, in: strings) }
+        if let texts = condition.texts { return texts.someElement(context.buffer, from: p, count: count) }
         var unsure = false
         for _ in 0 ..< count {
             switch try value(context, at: p, meets: condition, scratch: &scratch) {
@@ -278,61 +277,6 @@ final class RecordPrefilter {
             p = try context.skip(at: p)
         }
         return unsure ? nil : false
-    }
-
-    /// `someElement` for string equality (`contains`, the common array condition): each of
-    /// the `count` elements from `position` compared in place with the wanted strings' bytes,
-    /// with no call, copy or reference count per element. Equal bytes are equal strings; an
-    /// ASCII element with other bytes is another string (see `value`). Nil when an element
-    /// is not a string or not ASCII (and none matched), or the bytes are malformed.
-    private static func someString(_ buffer: UnsafeRawBufferPointer, from position: Int, count: UInt64, in strings: [[UInt8]]) -> Bool? {
-        strings.withUnsafeBufferPointer { wanted -> Bool? in
-            // With one wanted string (`contains`, the usual condition) its length is held in
-            // a register, so an element of another length costs one comparison; positions
-            // are bounded by the buffer's size, so their sums cannot overflow. (Checked
-            // arithmetic and a loop over the wanted strings' lengths, read from their arrays,
-            // were most of ~49 instructions per element: a quarter of a W2 scan's; callgrind.)
-            let onlyLength = wanted.count == 1 ? wanted[0].count : -1
-            let size = buffer.count
-            var p = position, notString = false, remaining = count
-            while remaining > 0 {
-                remaining &-= 1
-                guard p < size else { return nil }
-                guard buffer[p] == RecordTag.string.rawValue else {
-                    notString = true
-                    guard let end = RecordBytes.endOfScalar(buffer, at: p) else { return nil }
-                    p = end
-                    continue
-                }
-                var start = p &+ 1
-                guard let length = RecordBytes.varint(buffer, at: &start), length <= UInt64(size &- start) else { return nil }
-                p = start &+ Int(truncatingIfNeeded: length)
-                if onlyLength >= 0, onlyLength != p &- start { continue }
-                let text = UnsafeRawBufferPointer(rebasing: buffer[start ..< p])
-                for string in wanted where string.count == text.count {
-                    if string.withUnsafeBytes({ equalBytes(text, $0) }) { return true }
-                }
-            }
-            if notString { return nil }
-            // None matched: the answer is no when every element is ASCII. The elements' tags
-            // and one-byte lengths are ASCII bytes too, so one pass over the array's bytes
-            // usually tells; else each element's text is checked.
-            let elements = UnsafeRawBufferPointer(rebasing: buffer[position ..< p])
-            return DecodingContext.isASCII(elements) || everyStringIsASCII(buffer, from: position, count: count) ? false : nil
-        }
-    }
-
-    /// Whether each of the `count` strings from `position` (checked well-formed by the
-    /// caller) is ASCII text.
-    private static func everyStringIsASCII(_ buffer: UnsafeRawBufferPointer, from position: Int, count: UInt64) -> Bool {
-        var p = position
-        for _ in 0 ..< count {
-            var start = p + 1
-            guard let length = RecordBytes.varint(buffer, at: &start) else { return false }
-            p = start + Int(length)
-            guard DecodingContext.isASCII(UnsafeRawBufferPointer(rebasing: buffer[start ..< p])) else { return false }
-        }
-        return true
     }
 
     /// Appends the key of the string at `position`; false when it is not a string or not

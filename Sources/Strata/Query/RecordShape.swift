@@ -6,6 +6,11 @@ import StrataEngine
 /// known type, with no field lookup or type dispatch (`RecordPrefilter` uses it first and
 /// walks the record field by field when it does not fit).
 ///
+/// It checks the fixed conditions (`FixedWidthCondition`) and string equality on text or on
+/// an array's elements (`TextPoints`): a scan whose every condition is of those kinds.
+/// An array condition must be on the last field a condition is on; the array is not
+/// stepped over.
+///
 /// Records of one model written by one codec store their fields in the same order with the
 /// same types, so nearly every record fits. Nothing is assumed: every id and tag byte the
 /// shape relies on is compared, every length is bounded, and a record that differs in any
@@ -13,7 +18,9 @@ import StrataEngine
 /// answered by the full walk instead.
 ///
 /// Measured on W1's scan.filter (`age` is the fourth field, after an integer and two
-/// strings): the full walk took ~248 instructions per record; see Benchmarks/README.
+/// strings): the full walk took ~248 instructions per record; see Benchmarks/README. On
+/// W2's (`tags contains`, after an integer and two strings): the walk and its calls took
+/// ~490 instructions per document more than the layout.
 struct RecordShape {
     /// One field of the shape: the two bytes it starts with, and what is done with its value
     /// — stepped over by the way its stored type is laid out, or checked. Each step knows its
@@ -32,6 +39,8 @@ struct RecordShape {
         let operand: Int
         /// `.integerBits`: the condition's key bits must lie in `low ... low + span`.
         let low: UInt64, span: UInt64
+        /// `.text` and `.someElement`: the strings wanted.
+        let text: TextPoints?
 
         enum Kind: UInt8 {
             /// Stepped over: a varint (signed or unsigned integer).
@@ -46,29 +55,56 @@ struct RecordShape {
             case integerBits
             /// Another condition: `operand` is its index among the prefilter's fixed ones.
             case condition
+            /// Text equal to one of `text`'s strings.
+            case text
+            /// An array with an element equal to one of `text`'s strings (`contains`). Always
+            /// the last step: the array is not stepped over.
+            case someElement
         }
 
-        init(header: UInt16, kind: Kind, operand: Int = 0, low: UInt64 = 0, span: UInt64 = 0) {
-            (self.header, self.kind, self.operand, self.low, self.span) = (header, kind, operand, low, span)
+        init(header: UInt16, kind: Kind, operand: Int = 0, low: UInt64 = 0, span: UInt64 = 0, text: TextPoints? = nil) {
+            (self.header, self.kind, self.operand, self.low, self.span, self.text) = (header, kind, operand, low, span, text)
         }
     }
 
     /// The fields up to and including the last one a condition is on; never empty.
     let steps: [Step]
 
-    /// The shape of `record` up to the last field one of `conditions` is on; nil when the
-    /// record cannot serve as a shape: a field id above 127, a container before that field,
-    /// two conditions on one field, a condition's field missing, or malformed bytes.
-    init?(of record: UnsafeRawBufferPointer, conditions: UnsafeBufferPointer<FixedWidthCondition>) {
-        guard !conditions.isEmpty, var walk = RecordFieldWalk(record) else { return nil }
+    /// A string-equality condition a shape checks: on the field's text, or on its array's
+    /// elements.
+    struct TextCondition {
+        let field: UInt32
+        let onElements: Bool
+        let strings: TextPoints
+    }
+
+    /// The shape of `record` up to the last field one of `conditions` or `texts` is on; nil
+    /// when the record cannot serve as a shape: a field id above 127, a container before
+    /// that field, two conditions on one field, an array condition before another
+    /// condition's field, a condition's field missing or of another stored type, or
+    /// malformed bytes.
+    init?(of record: UnsafeRawBufferPointer, conditions: UnsafeBufferPointer<FixedWidthCondition>, texts: [TextCondition] = []) {
+        let total = conditions.count + texts.count
+        guard total > 0, var walk = RecordFieldWalk(record) else { return nil }
         var steps: [Step] = [], found = 0
         while let field = walk.nextField() {
             let position = walk.position
             guard field < 0x80, position < record.count, let tag = RecordTag(rawValue: record[position]) else { return nil }
             let header = UInt16(field) | UInt16(tag.rawValue) << 8
             let matching = conditions.indices.filter { UInt64(conditions[$0].field) == field }
-            guard matching.count <= 1 else { return nil }
-            if let index = matching.first {
+            let matchingText = texts.filter { UInt64($0.field) == field }
+            guard matching.count + matchingText.count <= 1 else { return nil }
+            if let text = matchingText.first {
+                guard tag == (text.onElements ? .unkeyed : .string) else { return nil }
+                steps.append(Step(header: header, kind: text.onElements ? .someElement : .text, text: text.strings))
+                found += 1
+                if found == total {
+                    steps[steps.count - 1].isLast = true
+                    self.steps = steps
+                    return
+                }
+                guard !text.onElements else { return nil }
+            } else if let index = matching.first {
                 guard tag != .keyed, tag != .unkeyed, tag != .map else { return nil }
                 if tag == .int, let bits = conditions[index].integerBits {
                     steps.append(Step(header: header, kind: .integerBits, low: bits.low, span: bits.span))
@@ -76,7 +112,7 @@ struct RecordShape {
                     steps.append(Step(header: header, kind: .condition, operand: index))
                 }
                 found += 1
-                if found == conditions.count {
+                if found == total {
                     steps[steps.count - 1].isLast = true
                     self.steps = steps
                     return
@@ -145,6 +181,18 @@ struct RecordShape {
                 if step.pointee.isLast { return true }
                 guard let end = RecordBytes.endOfScalar(record, at: p &+ 1) else { return nil }
                 p = end
+            case .text:
+                var start = payload
+                guard let length = RecordBytes.varint(bytes, size: size, at: &start), length <= UInt64(size &- start) else { return nil }
+                let end = start &+ Int(truncatingIfNeeded: length)
+                guard let met = step.pointee.text.unsafelyUnwrapped.matches(UnsafeRawBufferPointer(rebasing: record[start ..< end])) else { return nil }
+                guard met else { return false }
+                if step.pointee.isLast { return true }
+                p = end
+            case .someElement:
+                var start = payload
+                guard let count = RecordBytes.varint(bytes, size: size, at: &start) else { return nil }
+                return step.pointee.text.unsafelyUnwrapped.someElement(record, from: start, count: count)
             }
             step += 1
         }
