@@ -187,7 +187,7 @@ enum Recovery {
                     throw context.error("checkpoint of sequence \(record.sequence) found after commit \(state.sequence)")
                 }
                 try adopt(record, at: address, into: &state)
-                changes.trees = state.trees
+                changes.replaceTrees(state.trees)
                 sequenceKnown = true
             case .page, .value:
                 break
