@@ -22,6 +22,23 @@ struct Ticket: Model, Equatable {
     }
 }
 
+/// A model keyed by text of many lengths: keys that are prefixes of others, and keys that
+/// agree on their first eight bytes or more and differ after.
+struct Slugged: Model, Equatable {
+    var slug: String
+    var color: Int
+    var size: Int
+
+    static let collectionName = "slugged"
+    static let schema = Schema<Slugged>(primaryKey: \.slug, indexes: [.index(\.color), .index(\.size)])
+
+    static func sample(_ i: Int) -> Slugged {
+        let stems = ["a", "ab", "abcdefghij", "abcdefghijk", "abcdefgh", "b", "zz"]
+        let slug = stems[i % stems.count] + (i % 3 == 0 ? "" : String(repeating: "x", count: i % 11)) + "\(i)"
+        return Slugged(slug: slug, color: i % 20, size: i % 25)
+    }
+}
+
 @Suite("Query planner: unions and intersections")
 struct CombinedAccessTests {
     static let count = 4000
@@ -43,6 +60,22 @@ struct CombinedAccessTests {
             #expect(try s.read(query).map(\.id) == expected.map(\.id))
             #expect(try s.count(query) == expected.count)
             #expect(plan.estimatedRows == 1 + people.filter { $0.age == Person.sample(3).age }.count, "keys read, record 3's twice: \(plan)")
+        }
+    }
+
+    @Test("keys of many lengths and long shared beginnings, gathered from two indexes, are read in primary-key order, each record once")
+    func textKeysFromTwoIndexes() throws {
+        let all = (0 ..< 700).map(Slugged.sample)
+        func inKeyOrder(_ models: [Slugged]) -> [String] {
+            models.map(\.slug).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        }
+        try withStorage(holding: all) { s throws in
+            let union = Slugged.filter(\.color == 1 || \.size == 2)
+            #expect(try s.explain(union).access == .union([.indexPoints(index: "color", count: 1), .indexPoints(index: "size", count: 1)]))
+            #expect(try s.read(union).map(\.slug) == inKeyOrder(all.filter { $0.color == 1 || $0.size == 2 }))
+            #expect(try s.count(union) == all.filter { $0.color == 1 || $0.size == 2 }.count)
+            let both = Slugged.filter(\.color == 2 && \.size == 1)
+            #expect(try s.read(both).map(\.slug) == inKeyOrder(all.filter { $0.color == 2 && $0.size == 1 }))
         }
     }
 

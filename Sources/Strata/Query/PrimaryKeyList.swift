@@ -15,17 +15,55 @@ struct PrimaryKeyList {
     }
 
     /// Sorts the keys by their bytes and drops repeated ones.
+    ///
+    /// The keys are sorted by their first eight bytes after the prefix all of them share,
+    /// as one integer each, and by their bytes only where those tie: a collection's primary
+    /// keys share their tag byte, and an 8-byte id then fits one integer. (Comparing bytes
+    /// at every step of the sort was ~200 instructions per key of a W1 scan.index, an
+    /// eighth of the query's; callgrind.)
     mutating func sortRemovingDuplicates() {
         bytes.withUnsafeBytes { all in
-            spans.sort { compareBytes(Self.key($0, in: all), Self.key($1, in: all)) < 0 }
-            var kept = 0
-            for span in spans {
-                if kept > 0, compareBytes(Self.key(spans[kept - 1], in: all), Self.key(span, in: all)) == 0 { continue }
-                spans[kept] = span
-                kept += 1
+            let shared = Self.sharedPrefixLength(of: spans, in: all)
+            var sorted = spans.map { (head: Self.head(of: Self.key($0, in: all), after: shared), span: $0) }
+            sorted.sort { a, b in
+                a.head != b.head ? a.head < b.head : compareBytes(Self.key(a.span, in: all), Self.key(b.span, in: all)) < 0
             }
-            spans.removeLast(spans.count - kept)
+            spans.removeAll(keepingCapacity: true)
+            var lastHead: UInt64 = 0
+            for entry in sorted {
+                // Keys with other heads are other keys; equal heads are compared by bytes.
+                if let last = spans.last, entry.head == lastHead,
+                   compareBytes(Self.key(last, in: all), Self.key(entry.span, in: all)) == 0 { continue }
+                spans.append(entry.span)
+                lastHead = entry.head
+            }
         }
+    }
+
+    /// How many bytes every key starts with: at most the shortest key's length.
+    private static func sharedPrefixLength(of spans: [(start: Int, count: Int)], in all: UnsafeRawBufferPointer) -> Int {
+        guard let first = spans.first else { return 0 }
+        let reference = key(first, in: all)
+        var length = reference.count
+        for span in spans.dropFirst() where length > 0 {
+            let other = key(span, in: all)
+            length = min(length, other.count)
+            var i = 0
+            while i < length, reference[i] == other[i] { i += 1 }
+            length = i
+        }
+        return length
+    }
+
+    /// The eight bytes of `key` from `offset` as a big-endian integer, zero-padded: heads
+    /// that differ order as the keys do; keys whose heads are equal are compared by bytes.
+    private static func head(of key: UnsafeRawBufferPointer, after offset: Int) -> UInt64 {
+        if offset + 8 <= key.count { return UInt64(bigEndian: key.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
+        var head: UInt64 = 0
+        for i in 0 ..< 8 {
+            head = head << 8 | UInt64(offset + i < key.count ? key[offset + i] : 0)
+        }
+        return head
     }
 
     /// The keys both sorted lists hold, sorted.
