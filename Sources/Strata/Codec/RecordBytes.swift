@@ -96,9 +96,18 @@ enum RecordBytes {
 
     @inline(never)
     private static func endOfLongLengthPrefixed(_ buffer: UnsafeRawBufferPointer, lengthAt position: Int) -> Int? {
-        var p = position
-        guard let length = varint(buffer, at: &p), length <= UInt64(buffer.count - p) else { return nil }
-        return p + Int(length)
+        guard let base = buffer.baseAddress else { return nil }
+        return payload(base, size: buffer.count, lengthAt: position)?.upperBound
+    }
+
+    /// Where the payload of the length-prefixed value whose length starts at `position`
+    /// lies among the `size` bytes at `base`; nil when the length is malformed or runs past
+    /// the end.
+    @inline(__always)
+    static func payload(_ base: UnsafeRawPointer, size: Int, lengthAt position: Int) -> Range<Int>? {
+        var start = position
+        guard let length = varint(base, size: size, at: &start), length <= UInt64(size &- start) else { return nil }
+        return start ..< start &+ Int(truncatingIfNeeded: length)
     }
 
     /// The number of bytes after its tag of a value of fixed size (numbers other than

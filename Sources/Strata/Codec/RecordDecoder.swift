@@ -172,11 +172,10 @@ final class DecodingContext {
     /// callgrind).
     @inline(__always)
     static func text(_ base: UnsafeRawPointer, size: Int, lengthAt position: Int) -> (String, end: Int)? {
-        var start = position
-        guard let length = RecordBytes.varint(base, size: size, at: &start), length <= UInt64(size - start) else { return nil }
-        let bytes = UnsafeRawBufferPointer(start: base + start, count: Int(length))
-        let end = start + Int(length)
-        guard length <= 64 else { return longText(bytes).map { ($0, end) } }
+        guard let payload = RecordBytes.payload(base, size: size, lengthAt: position) else { return nil }
+        let bytes = UnsafeRawBufferPointer(start: base + payload.lowerBound, count: payload.count)
+        let end = payload.upperBound
+        guard bytes.count <= 64 else { return longText(bytes).map { ($0, end) } }
         guard isASCII(bytes) else { return nil }
         return (String(decoding: bytes, as: UTF8.self), end)
     }

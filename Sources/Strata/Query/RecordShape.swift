@@ -182,13 +182,11 @@ struct RecordShape {
                 guard let end = RecordBytes.endOfScalar(record, at: p &+ 1) else { return nil }
                 p = end
             case .text:
-                var start = payload
-                guard let length = RecordBytes.varint(bytes, size: size, at: &start), length <= UInt64(size &- start) else { return nil }
-                let end = start &+ Int(truncatingIfNeeded: length)
-                guard let met = step.pointee.text.unsafelyUnwrapped.matches(UnsafeRawBufferPointer(rebasing: record[start ..< end])) else { return nil }
+                guard let text = RecordBytes.payload(bytes, size: size, lengthAt: payload) else { return nil }
+                guard let met = step.pointee.text.unsafelyUnwrapped.matches(UnsafeRawBufferPointer(rebasing: record[text])) else { return nil }
                 guard met else { return false }
                 if step.pointee.isLast { return true }
-                p = end
+                p = text.upperBound
             case .someElement:
                 var start = payload
                 guard let count = RecordBytes.varint(bytes, size: size, at: &start) else { return nil }

@@ -42,9 +42,6 @@ struct TextPoints {
     /// one by its bytes and is not ASCII.
     @inline(__always)
     func matches(_ text: UnsafeRawBufferPointer) -> Bool? {
-        if onlyLength >= 0, onlyLength != text.count {
-            return DecodingContext.isASCII(text) ? false : nil
-        }
         for string in strings where string.count == text.count {
             if equalBytes(text, string) { return true }
         }
@@ -78,9 +75,8 @@ struct TextPoints {
                 continue
             }
             if length >= 0x80 {
-                start = p &+ 1
-                guard let long = RecordBytes.varint(base, size: size, at: &start), long <= UInt64(size &- start) else { return nil }
-                length = Int(truncatingIfNeeded: long)
+                guard let long = RecordBytes.payload(base, size: size, lengthAt: p &+ 1) else { return nil }
+                (start, length) = (long.lowerBound, long.count)
             }
             guard length <= size &- start else { return nil }
             p = start &+ length
@@ -102,12 +98,12 @@ struct TextPoints {
     /// caller) is ASCII text.
     @inline(never)
     private static func everyStringIsASCII(_ buffer: UnsafeRawBufferPointer, from position: Int, count: UInt64) -> Bool {
+        guard let base = buffer.baseAddress else { return false }
         var p = position
         for _ in 0 ..< count {
-            var start = p + 1
-            guard let length = RecordBytes.varint(buffer, at: &start) else { return false }
-            p = start + Int(length)
-            guard DecodingContext.isASCII(UnsafeRawBufferPointer(rebasing: buffer[start ..< p])) else { return false }
+            guard let text = RecordBytes.payload(base, size: buffer.count, lengthAt: p + 1),
+                  DecodingContext.isASCII(UnsafeRawBufferPointer(rebasing: buffer[text])) else { return false }
+            p = text.upperBound
         }
         return true
     }
