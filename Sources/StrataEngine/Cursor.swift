@@ -69,14 +69,12 @@ public final class Cursor {
         // The leaf holds every key of the tree between its first and last: for a key in
         // that span, the first entry at or after it is in the leaf.
         if let current = leaf, index < current.count {
-            let here = current.compareKey(at: index, with: key)
-            if here == 0 { return true }
-            if here < 0, current.compareKey(at: current.count - 1, with: key) >= 0 {
-                // Forward (the common case: ascending lookups): search from here on.
-                index = current.search(key, from: index + 1).index
+            // Forward (the common case: ascending lookups): search from here on.
+            if let found = current.search(key, onFrom: index) {
+                index = found.index
                 return true
             }
-            if here > 0, current.compareKey(at: 0, with: key) <= 0 {
+            if current.compareKey(at: index, with: key) > 0, current.compareKey(at: 0, with: key) <= 0 {
                 index = current.search(key).index
                 return true
             }

@@ -229,22 +229,11 @@ final class LeafNode: @unchecked Sendable {
         compareBytes(Self.key(in: bytes, at: Int(starts[i])), key)
     }
 
-    /// `search(key)` for a key that sorts after every entry before `start`: gallops from
-    /// `start` (1, 2, 4, … entries on) to an entry at or after the key, then searches that
-    /// stretch. A run of ascending lookups a few entries apart (records an index names,
-    /// fetched in primary-key order) costs a few comparisons each, not a whole leaf's search.
-    func search(_ key: UnsafeRawBufferPointer, from start: Int) -> (index: Int, found: Bool) {
-        var low = start, high = starts.count
-        var probe = start, step = 1
-        while probe < high {
-            let c = compareKey(at: probe, with: key)
-            if c == 0 { return (probe, true) }
-            if c > 0 { high = probe; break }
-            low = probe + 1
-            probe += step
-            step *= 2
-        }
-        return heads.search(in: low ..< high, for: key) { compareKey(at: $0, with: key) }
+    /// For a cursor on entry `start`: the index of `key`, or of the first larger key, when
+    /// `key` sorts between entry `start` and the last entry (both included); nil otherwise
+    /// (`KeyHeads.search(onFrom:for:compareKey:)`).
+    func search(_ key: UnsafeRawBufferPointer, onFrom start: Int) -> (index: Int, found: Bool)? {
+        heads.search(onFrom: start, for: key) { compareKey(at: $0, with: key) }
     }
 
     /// The encoded entry size in memory and as a page.

@@ -184,12 +184,27 @@ struct BTreeTests {
         }
     }
 
-    @Test("a cursor's seeks forward in small and large steps, and back, land where a fresh cursor's do")
-    func seeksFromTheCurrentPosition() throws {
+    /// Keys for the seek test: 8-byte integers (one length: a head holds each whole), or
+    /// text of several lengths sharing more than eight leading bytes (heads tie, and the
+    /// search compares the keys' bytes).
+    enum SeekKeys: CaseIterable, CustomTestStringConvertible {
+        case integers, longSharedText
+        func key(_ i: Int) -> [UInt8] {
+            switch self {
+            case .integers: return Key(i).bytes
+            // Zero-padded to three digits and then not: "…/007" < "…/030" < "…/1000".
+            case .longSharedText: return Array("tenant/region/account/\(i < 0 ? "-" : "")\(String(format: "%03d", abs(i)))".utf8)
+            }
+        }
+        var testDescription: String { self == .integers ? "integer keys" : "text keys of several lengths with a long shared prefix" }
+    }
+
+    @Test("a cursor's seeks forward in small and large steps, and back, land where a fresh cursor's do", arguments: SeekKeys.allCases)
+    func seeksFromTheCurrentPosition(_ keys: SeekKeys) throws {
         try withDatabase { db, _ in
             try db.write { tx in
                 try tx.createTree("t")
-                for i in stride(from: 0, to: 3000, by: 3) { try tx.put(Key(i).bytes, forKey: Key(i).bytes, in: "t") }
+                for i in stride(from: 0, to: 3000, by: 3) { try tx.put(keys.key(i), forKey: keys.key(i), in: "t") }
             }
             let snapshot = try db.snapshot()
             let moving = try snapshot.cursor("t")
@@ -200,8 +215,8 @@ struct BTreeTests {
                 target += [1, 2, 3, 4, 7, 40, 500, -2, -30].randomElement(using: &rng)!
                 target = min(max(target, -5), 3005)
                 let fresh = try snapshot.cursor("t")
-                let found = try moving.seek(to: Key(target).bytes)
-                #expect(try found == fresh.seek(to: Key(target).bytes), "seek to \(target)")
+                let found = try moving.seek(to: keys.key(target))
+                #expect(try found == fresh.seek(to: keys.key(target)), "seek to \(target)")
                 if found { #expect(moving.key == fresh.key, "seek to \(target)") }
                 if !found { target = -5 }
             }

@@ -118,8 +118,12 @@ struct LookupStructureTests {
                 let expected = model.firstIndex { !$0.lexicographicallyPrecedes(probe) } ?? model.count
                 let found = expected < model.count && model[expected] == probe
                 #expect(probe.withUnsafeBytes { leaf.search($0) } == (expected, found), "\(label): \(probe)")
-                if !probe.isEmpty {
-                    #expect(probe.withUnsafeBytes { leaf.search($0, from: 0) } == (expected, found), "\(label), from 0: \(probe)")
+                // From a cursor's position: an answer only for a probe between that entry
+                // and the last.
+                for start in [0, model.count / 2, model.count - 1] {
+                    let within = !probe.lexicographicallyPrecedes(model[start]) && !model[model.count - 1].lexicographicallyPrecedes(probe)
+                    let answer = probe.withUnsafeBytes { leaf.search($0, onFrom: start) }.map { [$0.index, $0.found ? 1 : 0] }
+                    #expect(answer == (within ? [expected, found ? 1 : 0] : nil), "\(label), from \(start): \(probe)")
                 }
             }
         }
