@@ -58,17 +58,34 @@ func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
 
 /// Whether two byte strings are equal: a word at a time, with no call, for the short
 /// strings that scans compare in place (a `memcmp` call cost more than comparing them).
+/// What is left after the whole words, and strings shorter than a word, are compared as two
+/// overlapping loads covering them, not a byte at a time (~9 instructions a byte, most of
+/// the check of a W2 document's tag that has the wanted tag's length).
 @inlinable @inline(__always)
 package func equalBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
-    guard a.count == b.count else { return false }
+    let n = a.count
+    guard n == b.count else { return false }
+    guard n >= 8 else { return equalShortBytes(a, b, count: n) }
+    // `i` stays below `n`, so the sums cannot overflow.
     var i = 0
-    while a.count - i >= 8 {
+    while n &- i > 8 {
         if a.loadUnaligned(fromByteOffset: i, as: UInt64.self) != b.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
-        i += 8
+        i &+= 8
     }
-    while i < a.count {
-        if a[i] != b[i] { return false }
-        i += 1
+    return a.loadUnaligned(fromByteOffset: n &- 8, as: UInt64.self) == b.loadUnaligned(fromByteOffset: n &- 8, as: UInt64.self)
+}
+
+/// `equalBytes` for `count` (the length of both) below eight: the first and last four bytes
+/// (or two, or the one byte), which overlap where `count` is less than twice that.
+@inlinable @inline(__always)
+func equalShortBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, count n: Int) -> Bool {
+    if n >= 4 {
+        return a.loadUnaligned(as: UInt32.self) == b.loadUnaligned(as: UInt32.self)
+            && a.loadUnaligned(fromByteOffset: n &- 4, as: UInt32.self) == b.loadUnaligned(fromByteOffset: n &- 4, as: UInt32.self)
     }
-    return true
+    if n >= 2 {
+        return a.loadUnaligned(as: UInt16.self) == b.loadUnaligned(as: UInt16.self)
+            && a.loadUnaligned(fromByteOffset: n &- 2, as: UInt16.self) == b.loadUnaligned(fromByteOffset: n &- 2, as: UInt16.self)
+    }
+    return n == 0 || a.load(as: UInt8.self) == b.load(as: UInt8.self)
 }

@@ -56,6 +56,22 @@ struct LookupStructureTests {
         }
     }
 
+    @Test("byte equality holds exactly for equal strings: every length to 40, a difference at every position")
+    func equalBytesFindsEveryDifference() {
+        for length in 0 ... 40 {
+            let a = (0 ..< length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            a.withUnsafeBytes { ra in
+                Array(a).withUnsafeBytes { #expect(equalBytes(ra, $0), "length \(length), equal") }
+                for position in 0 ..< length {
+                    var b = a
+                    b[position] ^= 0x40
+                    b.withUnsafeBytes { #expect(!equalBytes(ra, $0), "length \(length), differing at \(position)") }
+                }
+                (a + [0]).withUnsafeBytes { #expect(!equalBytes(ra, $0), "length \(length) against one longer") }
+            }
+        }
+    }
+
     @Test("a leaf finds each key by its head and its bytes: short keys, zero bytes, and keys sharing their first eight bytes",
           arguments: [1, 2] as [UInt64])
     func leafSearchWithSharedHeads(seed: UInt64) {

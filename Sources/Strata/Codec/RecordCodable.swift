@@ -311,7 +311,7 @@ public struct RecordReader {
     /// - Returns: The stored text.
     public mutating func decode(_ type: String.Type, forKey key: String) throws -> String {
         if let value = valueAtCursor(key), tag(at: value) == RecordTag.string.rawValue {
-            if let (string, end) = DecodingContext.text(bytes, size: size, lengthAt: value + 1) {
+            if let (string, end) = context.text(bytes, size: size, lengthAt: value + 1) {
                 advance(to: end)
                 return string
             }

@@ -101,12 +101,18 @@ final class DecodingContext {
     @exclusivity(unchecked) var buffer: UnsafeRawBufferPointer
     let fields: FieldTable
     let collection: String
+    /// The short strings this context decoded lately; nil for a context that decodes one
+    /// record (only a context reused record after record keeps them).
+    @exclusivity(unchecked) private var recentText: RecentText?
 
-    init(buffer: UnsafeRawBufferPointer, fields: FieldTable, collection: String) {
+    init(buffer: UnsafeRawBufferPointer, fields: FieldTable, collection: String, keepsRecentText: Bool = false) {
         self.buffer = buffer
         self.fields = fields
         self.collection = collection
+        recentText = keepsRecentText ? RecentText.allocate() : nil
     }
+
+    deinit { recentText?.deallocate() }
 
     func corrupt(_ reason: String) -> RecordError { .corruptRecord(collection: collection, reason: reason) }
 
@@ -157,27 +163,40 @@ final class DecodingContext {
     /// decodes, 21 per document; callgrind); other text, and malformed lengths, out of line.
     @inline(__always)
     func string(at position: Int) throws -> (String, end: Int) {
-        if let base = buffer.baseAddress, let read = Self.text(base, size: buffer.count, lengthAt: position) { return read }
+        if let base = buffer.baseAddress, let read = text(base, size: buffer.count, lengthAt: position) { return read }
         return try validatedString(at: position)
     }
 
-    /// The text whose length prefix starts at `position`, and where it ends: short ASCII
-    /// text, and longer text that is valid UTF-8. Nil for malformed lengths and short text
-    /// that is not ASCII (`string` validates or reports those).
+    /// The text whose length prefix starts at `position` in `base` (this context's record,
+    /// or a reader's view of it), and where it ends: short ASCII text, and longer text that
+    /// is valid UTF-8. Nil for malformed lengths and short text that is not ASCII (`string`
+    /// validates or reports those).
     ///
-    /// Short text is checked for ASCII here and made a `String` without a second
-    /// validation's branches. Longer text is left to the standard library's validation
-    /// alone, which checks for ASCII in its own first pass: checking here as well read a
-    /// 4 KiB text twice (W2 typed scan.filter: ~2,400 instructions per document decoded;
-    /// callgrind).
+    /// Text of at most 15 bytes is looked up among the strings decoded lately
+    /// (`RecentText`), when this context keeps them. Other short text is checked for ASCII
+    /// here and made a `String` without a second validation (`asciiString`). Longer text is
+    /// left to the standard library's validation alone, which checks for ASCII in its own
+    /// first pass: checking here as well read a 4 KiB text twice (W2 typed scan.filter:
+    /// ~2,400 instructions per document decoded; callgrind).
     @inline(__always)
-    static func text(_ base: UnsafeRawPointer, size: Int, lengthAt position: Int) -> (String, end: Int)? {
+    func text(_ base: UnsafeRawPointer, size: Int, lengthAt position: Int) -> (String, end: Int)? {
         guard let payload = RecordBytes.payload(base, size: size, lengthAt: position) else { return nil }
         let bytes = UnsafeRawBufferPointer(start: base + payload.lowerBound, count: payload.count)
         let end = payload.upperBound
-        guard bytes.count <= 64 else { return longText(bytes).map { ($0, end) } }
-        guard isASCII(bytes) else { return nil }
-        return (String(decoding: bytes, as: UTF8.self), end)
+        if bytes.count <= RecentText.maxLength, recentText != nil, recentText!.isLooking() { return recentText!.string(bytes).map { ($0, end) } }
+        guard bytes.count <= 64 else { return Self.longText(bytes).map { ($0, end) } }
+        guard Self.isASCII(bytes) else { return nil }
+        return (Self.asciiString(bytes), end)
+    }
+
+    /// `bytes`, known to be ASCII, as a `String`, not validated again. (`String(decoding:)`
+    /// validated them: ~80 instructions of each short string decoded.)
+    @inline(__always)
+    static func asciiString(_ bytes: UnsafeRawBufferPointer) -> String {
+        if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+            return String(copying: unsafe UTF8Span(unchecked: Span(_unsafeBytes: bytes), isKnownASCII: true))
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// `bytes` as a `String` when they are UTF-8.
@@ -194,6 +213,10 @@ final class DecodingContext {
         return (s, end)
     }
 
+    /// Whether every byte is below 0x80: the bytes OR-ed together a word at a time, four
+    /// words per step where there are more than 32 bytes (one word per step was ~8
+    /// instructions for each 8 bytes of a W2 document's tags, checked on every document a
+    /// typed scan rejects).
     @inline(__always)
     static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
         let n = bytes.count
@@ -202,10 +225,16 @@ final class DecodingContext {
             for byte in bytes { high |= UInt64(byte) }
             return high & 0x80 == 0
         }
+        // `i` stays below `n`, so the sums cannot overflow.
         var i = 0
-        while n - i > 8 {
+        while n &- i > 32 {
+            high |= bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self) | bytes.loadUnaligned(fromByteOffset: i &+ 8, as: UInt64.self)
+                | bytes.loadUnaligned(fromByteOffset: i &+ 16, as: UInt64.self) | bytes.loadUnaligned(fromByteOffset: i &+ 24, as: UInt64.self)
+            i &+= 32
+        }
+        while n &- i > 8 {
             high |= bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-            i += 8
+            i &+= 8
         }
         // The last 8 bytes, overlapping some already read, instead of a byte at a time.
         high |= bytes.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)

@@ -11,7 +11,7 @@ final class ReusableDecodingContext: Sendable {
     private let lent = Atomic<Bool>(false)
 
     init(fields: FieldTable, collection: String) {
-        context = DecodingContext(buffer: UnsafeRawBufferPointer(start: nil, count: 0), fields: fields, collection: collection)
+        context = DecodingContext(buffer: UnsafeRawBufferPointer(start: nil, count: 0), fields: fields, collection: collection, keepsRecentText: true)
     }
 
     /// Runs `body` with the shared context when it is free, else with a new one.

@@ -14,9 +14,9 @@ struct TextPoints {
     /// Each wanted string's UTF-8, pointing into `storage`.
     let strings: UnsafeBufferPointer<UnsafeRawBufferPointer>
     private let storage: UnsafeMutableRawBufferPointer
-    /// The length of the only wanted string, held by itself so an element of another length
-    /// costs one comparison; -1 when there are several.
-    private let onlyLength: Int
+    /// Bit `min(L, 63)` set for each wanted string's length `L`: stored text of a length
+    /// no wanted string has is passed over with a shift and a test (`mayBeWanted`).
+    private let lengths: UInt64
 
     /// Copies `strings` into memory of its own.
     static func allocate(_ strings: [[UInt8]]) -> TextPoints {
@@ -30,7 +30,23 @@ struct TextPoints {
             offset += string.count
         }
         return TextPoints(strings: UnsafeBufferPointer(rebasing: views[..<strings.count]), storage: storage,
-                          onlyLength: strings.count == 1 ? strings[0].count : -1)
+                          lengths: strings.reduce(0) { $0 | 1 << min($1.count, 63) })
+    }
+
+    /// Whether some wanted string is `length` bytes long, or may be (63 bytes or more).
+    @inline(__always)
+    private func mayBeWanted(length: Int) -> Bool {
+        lengths &>> min(length, 63) & 1 != 0
+    }
+
+    /// Whether `text` is one of the wanted strings by its bytes. Out of line: called only
+    /// for text of a wanted length, so that the element loop keeps its state in registers.
+    @inline(never)
+    private func isWanted(_ text: UnsafeRawBufferPointer) -> Bool {
+        for string in strings where string.count == text.count {
+            if equalBytes(text, string) { return true }
+        }
+        return false
     }
 
     func deallocate() {
@@ -42,9 +58,7 @@ struct TextPoints {
     /// one by its bytes and is not ASCII.
     @inline(__always)
     func matches(_ text: UnsafeRawBufferPointer) -> Bool? {
-        for string in strings where string.count == text.count {
-            if equalBytes(text, string) { return true }
-        }
+        if mayBeWanted(length: text.count), isWanted(text) { return true }
         return DecodingContext.isASCII(text) ? false : nil
     }
 
@@ -61,12 +75,13 @@ struct TextPoints {
     /// bounds check per byte read, ~40 (W2 typed scan.filter, callgrind).)
     @inline(__always)
     func someElement(_ buffer: UnsafeRawBufferPointer, from position: Int, count: UInt64) -> Bool? {
-        guard let base = buffer.baseAddress else { return nil }
+        guard let base = buffer.baseAddress, position >= 0 else { return nil }
         let size = buffer.count
+        // `p` only grows (each element ends after it starts), so it stays at or above zero.
         var p = position, notString = false, remaining = count
         while remaining > 0 {
             remaining &-= 1
-            guard p >= 0, p &+ 1 < size else { return nil }
+            guard p &+ 1 < size else { return nil }
             var start = p &+ 2, length = Int(base.load(fromByteOffset: p &+ 1, as: UInt8.self))
             if base.load(fromByteOffset: p, as: UInt8.self) != RecordTag.string.rawValue {
                 notString = true
@@ -80,11 +95,7 @@ struct TextPoints {
             }
             guard length <= size &- start else { return nil }
             p = start &+ length
-            if onlyLength >= 0, onlyLength != length { continue }
-            let text = UnsafeRawBufferPointer(start: base + start, count: length)
-            for string in strings where string.count == length {
-                if equalBytes(text, string) { return true }
-            }
+            if mayBeWanted(length: length), isWanted(UnsafeRawBufferPointer(start: base + start, count: length)) { return true }
         }
         if notString { return nil }
         // None matched: the answer is no when every element is ASCII. The elements' tags
