@@ -37,9 +37,10 @@ package func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPoint
 /// A key's first eight bytes as a big-endian number, zero-padded: its head. Heads order as
 /// their keys do wherever they differ (a padded zero sorts as a shorter key does); keys
 /// with equal heads are told apart by their bytes. Nodes keep their keys' heads in one
-/// array, so a search reads a key's bytes only where heads tie.
-@inline(__always)
-func keyHead(_ key: UnsafeRawBufferPointer) -> UInt64 {
+/// array, so a search reads a key's bytes only where heads tie; a query sorts the primary
+/// keys it gathers by their heads the same way (`PrimaryKeyList`).
+@inlinable @inline(__always)
+package func keyHead(_ key: UnsafeRawBufferPointer) -> UInt64 {
     if key.count >= 8 { return UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)) }
     var head: UInt64 = 0
     for i in 0 ..< key.count { head |= UInt64(key[i]) << (56 - 8 * i) }

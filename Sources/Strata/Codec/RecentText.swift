@@ -3,9 +3,9 @@
 /// first time instead of being made again.
 ///
 /// Stored text repeats: W2's documents draw their 20 tags from a small vocabulary, and
-/// making each a `String` cost ~190 instructions (the standard library copies a small
-/// string's bytes one at a time), where finding it here costs ~25 (callgrind, W2 typed
-/// scan.filter). Only text of at most 15 bytes is kept: such a `String` is stored in place,
+/// making each a `String` cost ~190 instructions (the standard library validated the bytes,
+/// then copied them into the string one at a time), where finding it here costs ~55
+/// (callgrind, W2 typed scan.filter). Only text of at most 15 bytes is kept: such a `String` is stored in place,
 /// so returning it copies two words and counts no reference.
 ///
 /// Text that does not repeat (names, say) would only pay for the lookup. So the table
@@ -62,9 +62,9 @@ struct RecentText {
         return true
     }
 
-    /// `bytes` (at most `maxLength`) as a `String` when they are ASCII; nil otherwise (the
-    /// caller validates them).
-    mutating func string(_ bytes: UnsafeRawBufferPointer) -> String? {
+    /// `bytes` (at most `maxLength`) as the `String` made for them before, or as `make`
+    /// makes it now (and kept); nil when `make` refuses them.
+    mutating func string(_ bytes: UnsafeRawBufferPointer, making make: (UnsafeRawBufferPointer) -> String?) -> String? {
         let words = Self.words(bytes)
         let set = slots + Self.set(words) &* 2
         lookups &+= 1
@@ -73,9 +73,8 @@ struct RecentText {
             found &+= 1
             return set[way].string
         }
-        // Only ASCII text is kept, so text found by its bytes is ASCII.
-        guard DecodingContext.isASCII(bytes) else { return nil }
-        let string = DecodingContext.asciiString(bytes)
+        // Only text `make` accepted is kept, so text found by its bytes would pass it too.
+        guard let string = make(bytes) else { return nil }
         // The newer text first: the older of the two gives way.
         set[1] = set[0]
         set[0] = Slot(words: words, length: bytes.count, string: string)

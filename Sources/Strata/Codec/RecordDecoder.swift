@@ -183,10 +183,18 @@ final class DecodingContext {
         guard let payload = RecordBytes.payload(base, size: size, lengthAt: position) else { return nil }
         let bytes = UnsafeRawBufferPointer(start: base + payload.lowerBound, count: payload.count)
         let end = payload.upperBound
-        if bytes.count <= RecentText.maxLength, recentText != nil, recentText!.isLooking() { return recentText!.string(bytes).map { ($0, end) } }
         guard bytes.count <= 64 else { return Self.longText(bytes).map { ($0, end) } }
-        guard Self.isASCII(bytes) else { return nil }
-        return (Self.asciiString(bytes), end)
+        if bytes.count <= RecentText.maxLength, recentText != nil, recentText!.isLooking() {
+            return recentText!.string(bytes, making: Self.shortText).map { ($0, end) }
+        }
+        return Self.shortText(bytes).map { ($0, end) }
+    }
+
+    /// Short `bytes` as a `String` when they are ASCII; nil otherwise (`string` validates
+    /// them then).
+    @inline(__always)
+    private static func shortText(_ bytes: UnsafeRawBufferPointer) -> String? {
+        isASCII(bytes) ? asciiString(bytes) : nil
     }
 
     /// `bytes`, known to be ASCII, as a `String`, not validated again. (`String(decoding:)`

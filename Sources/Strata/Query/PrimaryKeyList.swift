@@ -55,15 +55,9 @@ struct PrimaryKeyList {
         return length
     }
 
-    /// The eight bytes of `key` from `offset` as a big-endian integer, zero-padded: heads
-    /// that differ order as the keys do; keys whose heads are equal are compared by bytes.
+    /// The head (`keyHead`) of `key` after its first `offset` bytes (at most its length).
     private static func head(of key: UnsafeRawBufferPointer, after offset: Int) -> UInt64 {
-        if offset + 8 <= key.count { return UInt64(bigEndian: key.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
-        var head: UInt64 = 0
-        for i in 0 ..< 8 {
-            head = head << 8 | UInt64(offset + i < key.count ? key[offset + i] : 0)
-        }
-        return head
+        keyHead(UnsafeRawBufferPointer(rebasing: key[offset...]))
     }
 
     /// The keys both sorted lists hold, sorted.
