@@ -75,6 +75,11 @@ enum Limits {
     /// Synced 4 KiB writes per second: appending (the file grows, so metadata is synced
     /// too) or overwriting space written and synced beforehand.
     static func syncedWrites(_ path: String, count: Int, preallocated: Bool) throws -> Double {
+        Double(count) / (try syncSeconds(path, count: count, preallocated: preallocated))
+    }
+
+    /// The seconds `count` synced 4 KiB writes take (`syncedWrites`).
+    static func syncSeconds(_ path: String, count: Int, preallocated: Bool) throws -> Double {
         let fd = try open(path)
         defer { close(fd) }
         let page = [UInt8](repeating: 0x5A, count: 4096)
@@ -83,13 +88,12 @@ enum Limits {
             try write(fd, zeros, at: 0)
             guard fsync(fd) == 0 else { throw BenchError("fsync: \(String(cString: strerror(errno)))") }
         }
-        let elapsed = try time {
+        return try time {
             for i in 0 ..< count {
                 try write(fd, page, at: i * page.count)
                 guard fdatasync(fd) == 0 else { throw BenchError("fdatasync: \(String(cString: strerror(errno)))") }
             }
         }
-        return Double(count) / elapsed
     }
 
     /// LZ4 block compression speed on pages packed with W1 records (binary encoding), MB/s of raw data.

@@ -102,9 +102,17 @@ struct Report: Codable {
         var lines: [String] = []
         func limit(_ name: String) -> Double? { limits.first { $0.name == name }?.value }
         for engine in ["strata", "strata-typed"] {
-            if let commits = value("W1", "commit.durable", engine), let overwrite = limit(LimitName.overwriteSync), let append = limit(LimitName.appendSync) {
-                lines.append(String(format: "%@ commit.durable: %.2f of write+fdatasync preallocated, %.2f of appending", engine, commits / overwrite, commits / append))
+            guard let commits = value("W1", "commit.durable", engine) else { continue }
+            // The limit measured beside the op when there is one (`commit.durable.limit`);
+            // the run's start-of-run limits follow for comparison.
+            var parts: [String] = []
+            if let beside = value("W1", "commit.durable.limit", engine) {
+                parts.append(String(format: "%.2f of write+fdatasync preallocated, measured beside it", commits / beside))
             }
+            if let overwrite = limit(LimitName.overwriteSync), let append = limit(LimitName.appendSync) {
+                parts.append(String(format: "%.2f of the start-of-run limit, %.2f of appending", commits / overwrite, commits / append))
+            }
+            if !parts.isEmpty { lines.append("\(engine) commit.durable: " + parts.joined(separator: "; ")) }
         }
         return lines.isEmpty ? "" : "\n" + lines.map { "- " + $0 }.joined(separator: "\n") + "\n"
     }
