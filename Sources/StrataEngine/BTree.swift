@@ -81,7 +81,7 @@ struct TreeMutator {
     /// Puts this transaction's copy of a branch in its parent's slot; the parent holds it.
     @inline(__always)
     private func adopt(_ copy: BranchNode, into parent: BranchNode, at index: Int) -> Unmanaged<BranchNode> {
-        parent.children[index] = .branch(copy)
+        parent.setChild(.branch(copy), at: index)
         return Unmanaged.passUnretained(copy)
     }
 
@@ -95,7 +95,7 @@ struct TreeMutator {
         let entry = LeafNode.entrySizes(keyCount: key.count, value: value, limits: limits).page
         guard original.pageBytes + entry <= limits.pageSize else { return .wouldSplit }
         let leaf = mutable(original)
-        if leaf !== original { parent.children[index] = .leaf(leaf) }
+        if leaf !== original { parent.setChild(.leaf(leaf), at: index) }
         if found {
             leaf.replaceValue(at: position, with: value, limits: limits)
         } else {
@@ -122,14 +122,14 @@ struct TreeMutator {
             return (.leaf(leaf), (right.key(at: 0), .leaf(right)), !found)
         case .branch(let original):
             let index = original.childIndex(for: key)
-            let child = try insert(into: original.children[index], key: key, value: value, replacing: replacing)
+            let child = try insert(into: original.child(at: index), key: key, value: value, replacing: replacing)
             if !child.inserted, !replacing { return (ref, nil, false) }
             let branch = mutable(original)
-            branch.children[index] = child.node
+            branch.setChild(child.node, at: index)
             if let split = child.split {
                 branch.insert(separator: split.separator, child: split.right, at: index + 1)
             }
-            guard branch.pageBytes > limits.pageSize, branch.children.count >= 4 else { return (.branch(branch), nil, child.inserted) }
+            guard branch.pageBytes > limits.pageSize, branch.childCount >= 4 else { return (.branch(branch), nil, child.inserted) }
             let (separator, right) = branch.splitOff(owner: owner)
             return (.branch(branch), (separator, .branch(right)), child.inserted)
         }
@@ -144,8 +144,8 @@ struct TreeMutator {
         var newRoot = result.node
         while true {
             switch try store.resolve(newRoot) {
-            case .branch(let branch) where branch.children.count == 1:
-                newRoot = branch.children[0]
+            case .branch(let branch) where branch.childCount == 1:
+                newRoot = branch.child(at: 0)
             case .leaf(let leaf) where leaf.count == 0:
                 return (nil, true)
             default:
@@ -164,14 +164,14 @@ struct TreeMutator {
             return (.leaf(leaf), true, leaf.pageBytes < limits.minFill)
         case .branch(let original):
             let index = original.childIndex(for: key)
-            let child = try remove(from: original.children[index], key: key)
+            let child = try remove(from: original.child(at: index), key: key)
             guard child.removed else { return (ref, false, false) }
             let branch = mutable(original)
-            branch.children[index] = child.node
-            if child.underfull, branch.children.count > 1 {
+            branch.setChild(child.node, at: index)
+            if child.underfull, branch.childCount > 1 {
                 try rebalance(branch, around: index)
             }
-            return (.branch(branch), true, branch.pageBytes < limits.minFill || branch.children.count < 2)
+            return (.branch(branch), true, branch.pageBytes < limits.minFill || branch.childCount < 2)
         }
     }
 
@@ -181,11 +181,11 @@ struct TreeMutator {
         let left = index > 0 ? index - 1 : index
         let right = left + 1
         let separatorIndex = left
-        switch (try store.resolve(parent.children[left]), try store.resolve(parent.children[right])) {
+        switch (try store.resolve(parent.child(at: left)), try store.resolve(parent.child(at: right))) {
         case (.leaf(let l), .leaf(let r)):
             let merged = mutable(l)
             merged.append(contentsOf: r)
-            parent.children[left] = .leaf(merged)
+            parent.setChild(.leaf(merged), at: left)
             if merged.pageBytes <= limits.pageSize || merged.count < 2 {
                 parent.removeChild(at: right)
             } else {
@@ -193,23 +193,20 @@ struct TreeMutator {
                 parent.pageBytes -= BranchNode.keyCost(parent.keys[separatorIndex])
                 parent.keys[separatorIndex] = newRight.key(at: 0)
                 parent.pageBytes += BranchNode.keyCost(parent.keys[separatorIndex])
-                parent.children[right] = .leaf(newRight)
+                parent.setChild(.leaf(newRight), at: right)
             }
         case (.branch(let l), .branch(let r)):
             let merged = mutable(l)
-            merged.keys.append(parent.keys[separatorIndex])
-            merged.keys.append(contentsOf: r.keys)
-            merged.children.append(contentsOf: r.children)
-            merged.recomputePageBytes()
-            parent.children[left] = .branch(merged)
-            if merged.pageBytes <= limits.pageSize || merged.children.count < 4 {
+            merged.append(r, separator: parent.keys[separatorIndex])
+            parent.setChild(.branch(merged), at: left)
+            if merged.pageBytes <= limits.pageSize || merged.childCount < 4 {
                 parent.removeChild(at: right)
             } else {
                 let (separator, newRight) = merged.splitOff(owner: owner)
                 parent.pageBytes -= BranchNode.keyCost(parent.keys[separatorIndex])
                 parent.keys[separatorIndex] = separator
                 parent.pageBytes += BranchNode.keyCost(separator)
-                parent.children[right] = .branch(newRight)
+                parent.setChild(.branch(newRight), at: right)
             }
         default:
             throw store.context(0, "tree").error("siblings at different depths (a leaf beside a branch)")

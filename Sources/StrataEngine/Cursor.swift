@@ -87,7 +87,7 @@ public final class Cursor {
             case .branch(let branch):
                 let i = branch.childIndex(for: key)
                 path.append((branch, i))
-                ref = branch.children[i]
+                ref = branch.child(at: i)
             case .leaf(let found):
                 leaf = found
                 index = found.search(key).index
@@ -123,9 +123,9 @@ public final class Cursor {
             return true
         }
         while let (branch, i) = path.popLast() {
-            if i + 1 < branch.children.count {
+            if i + 1 < branch.childCount {
                 path.append((branch, i + 1))
-                if try descend(from: branch.children[i + 1], toFirst: true, resetPath: false) { return true }
+                if try descend(from: branch.child(at: i + 1), toFirst: true, resetPath: false) { return true }
                 return try next()
             }
         }
@@ -147,7 +147,7 @@ public final class Cursor {
         while let (branch, i) = path.popLast() {
             if i > 0 {
                 path.append((branch, i - 1))
-                if try descend(from: branch.children[i - 1], toFirst: false, resetPath: false) { return true }
+                if try descend(from: branch.child(at: i - 1), toFirst: false, resetPath: false) { return true }
                 return try previous()
             }
         }
@@ -162,9 +162,9 @@ public final class Cursor {
         while true {
             switch try store.resolve(ref) {
             case .branch(let branch):
-                let i = toFirst ? 0 : branch.children.count - 1
+                let i = toFirst ? 0 : branch.childCount - 1
                 path.append((branch, i))
-                ref = branch.children[i]
+                ref = branch.child(at: i)
             case .leaf(let found):
                 leaf = found
                 index = toFirst ? 0 : found.count - 1

@@ -66,7 +66,7 @@ struct NodeWriter {
             store.cache.insert(.leaf(written), at: address.offset, cost: PageStore.cost(of: .leaf(written)))
             return address
         case .branch(let branch):
-            let children = try branch.children.map { try write($0) }
+            let children = try branch.childReferences.map { try write($0) }
             let payload = PageCodec.encodeBranch(keys: branch.keys, children: children)
             let address = try appender.append(.page, payload: payload)
             let written = Node.branch(BranchNode(owner: 0, keys: branch.keys, children: children.map { .stored($0) }))

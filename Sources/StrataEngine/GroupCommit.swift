@@ -68,11 +68,15 @@ final class GroupCommit: @unchecked Sendable {
     ///
     /// - Parameters:
     ///   - sequence: The commit's sequence.
-    ///   - publish: Makes a state visible; called with the newest state a sync covered, one
-    ///     leader at a time, in commit order.
+    ///   - publish: Makes a state visible and returns the one it replaced; called with the
+    ///     newest state a sync covered, one leader at a time, in commit order.
     /// - Throws: The failed sync's error (`StrataError.io`) when it covered this commit, or
     ///   any commit the handle wrote before it.
-    func waitUntilDurable(_ sequence: UInt64, publish: (Snapshot) -> Void) throws {
+    func waitUntilDurable(_ sequence: UInt64, publish: (Snapshot) -> Snapshot?) throws {
+        // The states a publish replaced, released after the lock (the defers run in reverse):
+        // a last release frees the nodes of a whole commit, and other committers wait on it.
+        var replaced: [Snapshot] = []
+        defer { replaced.removeAll() }
         condition.lock()
         defer { condition.unlock() }
         while true {
@@ -95,7 +99,7 @@ final class GroupCommit: @unchecked Sendable {
                 durableSequence = target.sequence
                 durableEnd = target.end
                 if written?.sequence == target.sequence { written = nil }
-                publish(target.snapshot)
+                if let old = publish(target.snapshot) { replaced.append(old) }
             case .failure(let error):
                 let cause = (error as? StrataError) ?? .io(operation: "sync", path: target.snapshot.store.path, errno: EIO)
                 failure = Failure(error: cause, durableEnd: durableEnd)
@@ -109,7 +113,7 @@ final class GroupCommit: @unchecked Sendable {
     /// published state.
     ///
     /// - Throws: The error of a sync that failed, now or before.
-    func settle(publish: (Snapshot) -> Void) throws {
+    func settle(publish: (Snapshot) -> Snapshot?) throws {
         let newest = condition.withLock { failure == nil ? written?.sequence : nil }
         if let newest { try waitUntilDurable(newest, publish: publish) }
         if let failure = currentFailure { throw failure.error }

@@ -246,7 +246,7 @@ public final class Inspector: Sendable {
             let address = FrameAddress(offset: offset, length: UInt32(header.frameLength))
             switch try PageCodec.decode(payload, address: address, limits: store.limits, context: context) {
             case .leaf(let leaf): info.detail = "leaf, \(leaf.count) entries"
-            case .branch(let branch): info.detail = "branch, \(branch.children.count) children"
+            case .branch(let branch): info.detail = "branch, \(branch.childCount) children"
             }
         case .value:
             info.detail = "value, \(payload.count) bytes"

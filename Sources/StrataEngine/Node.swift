@@ -368,7 +368,7 @@ final class LeafNode: @unchecked Sendable {
     }
 }
 
-/// A branch node: `children.count - 1` separator keys; child `i` holds the keys `k` with
+/// A branch node: `childCount - 1` separator keys; child `i` holds the keys `k` with
 /// `keys[i-1] <= k < keys[i]`.
 final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
     @exclusivity(unchecked) var owner: UInt64
@@ -384,29 +384,66 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
     }
     @exclusivity(unchecked) private var separators: [[UInt8]]
     @exclusivity(unchecked) private(set) var heads: KeyHeads
-    @exclusivity(unchecked) var children: [NodeRef]
+    /// Readers read the slots while the writer marks them lent (`copy(owner:)`): different
+    /// fields, and the slots' bytes never change once a snapshot can see this branch.
+    @exclusivity(unchecked) private var children: BranchChildren
+    /// The branches that took over child references of this one (`BranchChildren`), held so
+    /// that they outlive it: its copy, and the halves split off it while it inherited.
+    @exclusivity(unchecked) private var heir: BranchNode?
+    @exclusivity(unchecked) private var splitHeirs: [BranchNode] = []
+    /// How many copies back this branch's references were last copied with a retain: a
+    /// snapshot held long keeps every later version of a branch alive along its line of
+    /// moves, so the line is cut (one retaining copy) every `maxLineage` versions.
+    @exclusivity(unchecked) private var lineage: Int = 0
     /// The encoded size of this branch as a page.
     @exclusivity(unchecked) var pageBytes: Int
+
+    static let maxLineage = 64
 
     init(owner: UInt64, keys: [[UInt8]], children: [NodeRef]) {
         self.owner = owner
         self.separators = keys
         self.heads = KeyHeads(keys)
-        self.children = children
+        self.children = BranchChildren(children)
         self.pageBytes = 0
         recomputePageBytes()
     }
 
-    func copy(owner: UInt64) -> BranchNode {
-        BranchNode(owner: owner, keys: separators, heads: heads, children: children, pageBytes: pageBytes)
-    }
-
-    private init(owner: UInt64, keys: [[UInt8]], heads: KeyHeads, children: [NodeRef], pageBytes: Int) {
+    private init(owner: UInt64, keys: [[UInt8]], heads: KeyHeads, children: consuming BranchChildren, pageBytes: Int, lineage: Int) {
         self.owner = owner
         self.separators = keys
         self.heads = heads
         self.children = children
         self.pageBytes = pageBytes
+        self.lineage = lineage
+    }
+
+    /// Releases the heirs one by one rather than recursively: a snapshot held across many
+    /// commits can keep a long line of versions, each holding the next.
+    deinit {
+        var pending = splitHeirs
+        if let heir { pending.append(heir) }
+        (heir, splitHeirs) = (nil, [])
+        while var next = pending.popLast() {
+            guard isKnownUniquelyReferenced(&next) else { continue }
+            pending.append(contentsOf: next.splitHeirs)
+            if let further = next.heir { pending.append(further) }
+            (next.heir, next.splitHeirs) = (nil, [])
+        }
+    }
+
+    /// A copy for the transaction `owner` to change. It takes this version's child
+    /// references over without retaining them when it can (`BranchChildren`), and this
+    /// version holds it from then on.
+    func copy(owner: UInt64) -> BranchNode {
+        if !children.isLent, children.holdsNodes, lineage < Self.maxLineage {
+            let copy = BranchNode(owner: owner, keys: separators, heads: heads, children: BranchChildren(takingFrom: &children),
+                                  pageBytes: pageBytes, lineage: lineage + 1)
+            heir = copy
+            return copy
+        }
+        return BranchNode(owner: owner, keys: separators, heads: heads, children: BranchChildren(copying: children),
+                          pageBytes: pageBytes, lineage: 0)
     }
 
     static let childReferenceSize = 12
@@ -416,6 +453,26 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
     func recomputePageBytes() {
         pageBytes = 1 + varintSize(children.count) + children.count * Self.childReferenceSize
             + separators.reduce(0) { $0 + Self.keyCost($1) }
+    }
+
+    var childCount: Int { children.count }
+
+    /// Child `index`, retained.
+    func child(at index: Int) -> NodeRef { children[index] }
+
+    /// Every child reference, retained (checkpoints, statistics, verification).
+    var childReferences: [NodeRef] { children.array }
+
+    /// Puts `child` in slot `index` (this transaction's branch only).
+    func setChild(_ child: NodeRef, at index: Int) { children.replace(at: index, with: child) }
+
+    /// Appends the children and separators of `right`, with `separator` between (a merge).
+    func append(_ right: BranchNode, separator: [UInt8]) {
+        separators.append(separator)
+        separators.append(contentsOf: right.separators)
+        heads = KeyHeads(separators)
+        children.append(copying: right.children)
+        recomputePageBytes()
     }
 
     /// The child whose range holds `key`: the number of separators `<= key`.
@@ -433,7 +490,7 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
     /// Child `index`, not retained: valid while this branch holds it.
     @inline(__always)
     func unretainedChild(at index: Int) -> UnretainedNodeRef {
-        children.withUnsafeBufferPointer { $0[index].unretained }
+        children.unretained(at: index)
     }
 
     /// Inserts `child` at `index` with `separator` as its lower bound.
@@ -459,10 +516,15 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
     func splitOff(owner: UInt64) -> (separator: [UInt8], right: BranchNode) {
         let middle = children.count / 2
         let separator = separators[middle - 1]
-        let right = BranchNode(owner: owner, keys: Array(separators[middle...]), children: Array(children[middle...]))
+        let inherits = children.inherits
+        let right = BranchNode(owner: owner, keys: Array(separators[middle...]), heads: KeyHeads(), children: children.split(from: middle),
+                               pageBytes: 0, lineage: 0)
+        right.heads = KeyHeads(right.separators)
+        right.recomputePageBytes()
+        // The moved references may be shown by the version this one took them from.
+        if inherits { splitHeirs.append(right) }
         separators.removeSubrange((middle - 1)...)
         _ = heads.splitOff(at: middle - 1)
-        children.removeSubrange(middle...)
         recomputePageBytes()
         return (separator, right)
     }

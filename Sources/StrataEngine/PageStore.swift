@@ -118,7 +118,7 @@ final class PageStore: Sendable {
     static func cost(of node: Node) -> Int {
         switch node {
         case .leaf(let leaf): return leaf.storage.count + leaf.starts.count * (4 + 8) + 64
-        case .branch(let branch): return branch.pageBytes + branch.children.count * 16 + 64
+        case .branch(let branch): return branch.pageBytes + branch.childCount * 16 + 64
         }
     }
 }

@@ -149,7 +149,7 @@ enum TreeWalker {
         let node = try store.resolve(ref)
         try body(node, address, depth)
         if case .branch(let branch) = node {
-            for child in branch.children { try visit(child, store: store, depth: depth + 1, body) }
+            for child in branch.childReferences { try visit(child, store: store, depth: depth + 1, body) }
         }
     }
 
@@ -250,7 +250,7 @@ extension Database {
                     if seen.insert(address.offset).inserted, !live { dead[tree, default: 0] += UInt64(address.length) }
                 }
             case .branch(let branch):
-                for child in branch.children { try walk(child.address, tree: tree, live: live) }
+                for child in branch.childReferences { try walk(child.address, tree: tree, live: live) }
             }
         }
         var address = writer.checkpoint

@@ -137,7 +137,7 @@ struct TreeChecker {
             }
             entries += leaf.count
         case .branch(let branch):
-            for (i, child) in branch.children.enumerated() {
+            for (i, child) in branch.childReferences.enumerated() {
                 check(child, lower: i == 0 ? lower : branch.keys[i - 1], upper: i < branch.keys.count ? branch.keys[i] : upper, depth: depth + 1)
             }
         }
@@ -217,7 +217,7 @@ extension Inspector {
             }
         case .branch(let branch):
             info.kind = "branch"
-            for (i, child) in branch.children.enumerated() {
+            for (i, child) in branch.childReferences.enumerated() {
                 guard let at = child.address else { continue }
                 info.children.append(.init(offset: at.offset, length: at.length, lowerKey: i == 0 ? nil : Key(bytes: branch.keys[i - 1]).description))
             }
@@ -286,7 +286,7 @@ extension Inspector {
                                    firstKey: leaf.count > 0 ? Key(bytes: leaf.key(at: 0)).description : nil,
                                    lastKey: leaf.count > 0 ? Key(bytes: leaf.key(at: leaf.count - 1)).description : nil))
             case .branch(let branch):
-                pages.append(.init(offset: address?.offset, depth: depth, kind: "branch", entries: branch.children.count, bytes: branch.pageBytes,
+                pages.append(.init(offset: address?.offset, depth: depth, kind: "branch", entries: branch.childCount, bytes: branch.pageBytes,
                                    firstKey: branch.keys.first.map { Key(bytes: $0).description }, lastKey: branch.keys.last.map { Key(bytes: $0).description }))
             }
         }

@@ -308,7 +308,6 @@ struct CompactionTests {
         try db.compact()
         #expect(try allEntries(old!, "t").count == 2000)
         old = nil
-        Database.waitForReclaimer()
         SpaceRelease.waitUntilIdle()
         #expect(SpaceRelease.released.withLock { $0.contains(directory.file()) })
         try db.close()
@@ -324,7 +323,6 @@ struct CompactionTests {
         let reader = try Database(path: directory.file(), options: readOnly)
         let seen = try reader.snapshot()
         try db.compact()
-        Database.waitForReclaimer()
         SpaceRelease.waitUntilIdle()
         // The writer let go of the old file while the reader held it: it was only closed,
         // and the reader's snapshot reads its pages from it.

@@ -1,0 +1,143 @@
+import Foundation
+import Testing
+@testable import StrataEngine
+
+/// A branch's copy takes its children over without retaining them (`BranchChildren`): what
+/// an older version shows must live as long as that version, and everything must be freed
+/// once no version holds it.
+@Suite("Branch children moved to copies")
+struct BranchChildrenTests {
+    /// A branch of `count` in-memory leaves, and weak references to them.
+    func branch(of count: Int, owner: UInt64 = 1) -> (BranchNode, [WeakLeaf]) {
+        let leaves = (0 ..< count).map { _ in LeafNode(owner: owner) }
+        let keys = (1 ..< count).map { Key($0).bytes }
+        return (BranchNode(owner: owner, keys: keys, children: leaves.map { .leaf($0) }), leaves.map(WeakLeaf.init))
+    }
+
+    func leaf(_ ref: NodeRef) -> LeafNode? {
+        if case .leaf(let leaf) = ref { return leaf }
+        return nil
+    }
+
+    @Test("a child the copy replaces stays alive while the older version shows it, and goes with the last version")
+    func replacedChildOutlivesOlderVersion() {
+        var (source, leaves): (BranchNode?, [WeakLeaf]) = branch(of: 4)
+        var copy: BranchNode? = source!.copy(owner: 2)
+        copy!.setChild(.leaf(LeafNode(owner: 2)), at: 1)
+        #expect(leaves[1].node != nil)
+        #expect(leaf(source!.child(at: 1)) === leaves[1].node)
+        source = nil
+        // Nothing older shows the replaced child now; the copy keeps it until it goes.
+        #expect(leaves[0].node != nil)
+        copy = nil
+        #expect(leaves.allSatisfy { $0.node == nil })
+    }
+
+    @Test("an older version keeps its copy, and so its children, alive after every other holder let go")
+    func olderVersionKeepsCopyAlive() {
+        var (source, leaves): (BranchNode?, [WeakLeaf]) = branch(of: 4)
+        weak var weakCopy: BranchNode?
+        do {
+            let copy = source!.copy(owner: 2)
+            copy.setChild(.leaf(LeafNode(owner: 2)), at: 2)
+            copy.removeChild(at: 3)
+            weakCopy = copy
+        }
+        #expect(weakCopy != nil)
+        #expect((0 ..< 4).allSatisfy { leaf(source!.child(at: $0)) === leaves[$0].node })
+        source = nil
+        #expect(weakCopy == nil)
+        #expect(leaves.allSatisfy { $0.node == nil })
+    }
+
+    @Test("a second copy of a version already copied (a rolled-back transaction's source) holds its own references")
+    func secondCopyRetains() {
+        var (source, leaves): (BranchNode?, [WeakLeaf]) = branch(of: 4)
+        _ = source!.copy(owner: 2)   // rolled back: only the source holds it
+        var second: BranchNode? = source!.copy(owner: 3)
+        second!.setChild(.leaf(LeafNode(owner: 3)), at: 0)
+        source = nil
+        #expect(leaves[0].node == nil)
+        #expect((1 ..< 4).allSatisfy { leaf(second!.child(at: $0)) === leaves[$0].node })
+        second = nil
+        #expect(leaves.allSatisfy { $0.node == nil })
+    }
+
+    @Test("the half split off a copy keeps the children the older version shows")
+    func splitHalfOutlivesOlderVersion() {
+        var (source, leaves): (BranchNode?, [WeakLeaf]) = branch(of: 8)
+        var copy: BranchNode? = source!.copy(owner: 2)
+        weak var weakRight: BranchNode?
+        do {
+            let (_, right) = copy!.splitOff(owner: 2)
+            right.setChild(.leaf(LeafNode(owner: 2)), at: 0)
+            weakRight = right
+        }
+        copy = nil
+        #expect(weakRight != nil)
+        #expect((0 ..< 8).allSatisfy { leaf(source!.child(at: $0)) === leaves[$0].node })
+        source = nil
+        #expect(weakRight == nil)
+        #expect(leaves.allSatisfy { $0.node == nil })
+    }
+
+    @Test("a line of versions longer than the lineage limit frees every version and child once released")
+    func longLineIsFreed() {
+        var (first, leaves): (BranchNode?, [WeakLeaf]) = branch(of: 4)
+        var latest = first
+        var added: [WeakLeaf] = []
+        for version in 0 ..< BranchNode.maxLineage * 3 {
+            latest = latest!.copy(owner: UInt64(version + 2))
+            let fresh = LeafNode(owner: UInt64(version + 2))
+            added.append(WeakLeaf(fresh))
+            latest!.setChild(.leaf(fresh), at: version % 4)
+        }
+        first = nil
+        #expect(leaves.allSatisfy { $0.node == nil })
+        #expect(added.suffix(4).allSatisfy { $0.node != nil })
+        latest = nil
+        #expect(added.allSatisfy { $0.node == nil })
+    }
+
+    @Test("a snapshot held across commits that split, merge and roll back reads what it saw, and the tree what was written")
+    func snapshotHeldAcrossCommits() throws {
+        let fs = SimulatedFileSystem()
+        let db = try Database(path: "/db", options: smallOptions(), fileSystem: fs)
+        try db.write { tx in
+            try tx.createTree("t")
+            for i in 0 ..< 3000 { try tx.put(Key(i).bytes, forKey: Key(i).bytes, in: "t") }
+        }
+        let held = try db.snapshot()
+        var model = Set(0 ..< 3000)
+        var rng = SeededGenerator(seed: 11)
+        for round in 0 ..< 300 {
+            let key = Int.random(in: 0 ..< 6000, using: &rng)
+            if round % 50 == 49 {
+                struct RolledBack: Error {}
+                _ = try? db.write { tx in
+                    try tx.put([9], forKey: Key(key).bytes, in: "t")
+                    throw RolledBack()
+                }
+            } else if model.contains(key) {
+                try db.write { tx in _ = try tx.delete(Key(key).bytes, in: "t") }
+                model.remove(key)
+            } else {
+                try db.write { tx in
+                    for k in key ..< key + 20 { try tx.put(Key(k).bytes, forKey: Key(k).bytes, in: "t") }
+                }
+                model.formUnion(key ..< key + 20)
+            }
+        }
+        #expect(try allEntries(held, "t").map(\.0) == (0 ..< 3000).map { Key($0).bytes })
+        #expect(try allEntries(db.snapshot(), "t").map(\.0) == model.sorted().map { Key($0).bytes })
+        try db.close()
+        let reopened = try Database(path: "/db", options: smallOptions(), fileSystem: fs)
+        #expect(try allEntries(reopened.snapshot(), "t").map(\.0) == model.sorted().map { Key($0).bytes })
+    }
+}
+
+/// A weak reference to a leaf, to see when it is freed.
+final class WeakLeaf {
+    weak var node: LeafNode?
+    init(_ node: LeafNode) { self.node = node }
+}
