@@ -1,4 +1,6 @@
+import Dispatch
 import Foundation
+import Synchronization
 import Testing
 @testable import StrataEngine
 
@@ -133,6 +135,67 @@ struct BranchChildrenTests {
         try db.close()
         let reopened = try Database(path: "/db", options: smallOptions(), fileSystem: fs)
         #expect(try allEntries(reopened.snapshot(), "t").map(\.0) == model.sorted().map { Key($0).bytes })
+    }
+
+    @Test("readers on other threads see whole commits while the writer copies, splits and merges the branches they read")
+    func readersBesideCopyingWriter() throws {
+        // Commit n adds 7 keys after the 40 first ones; every fifth commit also deletes the
+        // keys of the four before it (leaves merge). The commit's number is under "n", so a
+        // reader can tell from it alone what its snapshot must hold.
+        @Sendable func keys(of commit: Int) -> Range<Int> { 40 + 7 * (commit - 1) ..< 40 + 7 * commit }
+        @Sendable func expected(after n: Int) -> [Int] {
+            Array(0 ..< 40) + (0 ..< n).map { $0 + 1 }.filter { m in m % 5 == 0 || (m + 4) / 5 * 5 > n }.flatMap { keys(of: $0) }
+        }
+        var options = smallOptions()
+        options.checkpointLogBytes = 256 << 10   // checkpoints under way too
+        let db = try Database(path: "/db", options: options, fileSystem: SimulatedFileSystem())
+        try db.write { tx in
+            try tx.createTree("t")
+            try tx.createTree("meta")
+            for key in 0 ..< 40 { try tx.put([], forKey: Key(key).bytes, in: "t") }
+            try tx.put(Key(0).bytes, forKey: Array("n".utf8), in: "meta")
+        }
+        let stop = Atomic<Bool>(false)
+        let checked = Atomic<Int>(0)
+        let failures = Mutex<[String]>([])
+        let readers = DispatchGroup()
+        for _ in 0 ..< 2 {
+            DispatchQueue.global().async(group: readers) {
+                var held: [Snapshot] = []   // some snapshots outlive many commits
+                while !stop.load(ordering: .relaxed) {
+                    do {
+                        let snapshot = try db.snapshot()
+                        guard let stamp = try snapshot.get(Array("n".utf8), in: "meta"),
+                              case .int(let n)? = try Key(bytes: stamp).elements().first else { continue }
+                        var keys: [Int] = []
+                        try snapshot.scan("t") { key, _ in
+                            if case .int(let k)? = try? Key(bytes: Array(key)).elements().first { keys.append(Int(k)) }
+                            return true
+                        }
+                        if keys != expected(after: Int(n)) { failures.withLock { $0.append("snapshot of commit \(n) held \(keys.count) keys") } }
+                        checked.add(1, ordering: .relaxed)
+                        held.append(snapshot)
+                        if held.count > 8 { held.removeFirst(Int.random(in: 1 ... 8)) }
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
+                    }
+                }
+            }
+        }
+        for n in 1 ... 600 {
+            try db.write { tx in
+                for key in keys(of: n) { try tx.put([], forKey: Key(key).bytes, in: "t") }
+                if n % 5 == 0 {
+                    for key in keys(of: n - 4).lowerBound ..< keys(of: n - 1).upperBound { _ = try tx.delete(Key(key).bytes, in: "t") }
+                }
+                try tx.put(Key(n).bytes, forKey: Array("n".utf8), in: "meta")
+            }
+        }
+        stop.store(true, ordering: .relaxed)
+        readers.wait()
+        #expect(failures.withLock { $0 }.isEmpty)
+        #expect(checked.load(ordering: .relaxed) > 0)
+        #expect(try allEntries(db.snapshot(), "t").map(\.0) == expected(after: 600).map { Key($0).bytes })
     }
 }
 
