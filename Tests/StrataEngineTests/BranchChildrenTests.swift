@@ -158,15 +158,22 @@ struct BranchChildrenTests {
         let stop = Atomic<Bool>(false)
         let checked = Atomic<Int>(0)
         let failures = Mutex<[String]>([])
-        let readers = DispatchGroup()
+        // Threads of their own: the global queue runs as many items as there are cores, and
+        // tests running beside this one may hold them.
+        let started = DispatchSemaphore(value: 0), finished = DispatchSemaphore(value: 0)
         for _ in 0 ..< 2 {
-            DispatchQueue.global().async(group: readers) {
+            Thread {
+                defer { finished.signal() }
+                started.signal()
                 var held: [Snapshot] = []   // some snapshots outlive many commits
-                while !stop.load(ordering: .relaxed) {
+                repeat {
                     do {
                         let snapshot = try db.snapshot()
                         guard let stamp = try snapshot.get(Array("n".utf8), in: "meta"),
-                              case .int(let n)? = try Key(bytes: stamp).elements().first else { continue }
+                              case .int(let n)? = try Key(bytes: stamp).elements().first else {
+                            failures.withLock { $0.append("no commit number") }
+                            return
+                        }
                         var keys: [Int] = []
                         try snapshot.scan("t") { key, _ in
                             if case .int(let k)? = try? Key(bytes: Array(key)).elements().first { keys.append(Int(k)) }
@@ -179,9 +186,11 @@ struct BranchChildrenTests {
                     } catch {
                         failures.withLock { $0.append("\(error)") }
                     }
-                }
-            }
+                } while !stop.load(ordering: .relaxed)
+            }.start()
         }
+        started.wait()
+        started.wait()
         for n in 1 ... 600 {
             try db.write { tx in
                 for key in keys(of: n) { try tx.put([], forKey: Key(key).bytes, in: "t") }
@@ -192,7 +201,8 @@ struct BranchChildrenTests {
             }
         }
         stop.store(true, ordering: .relaxed)
-        readers.wait()
+        finished.wait()
+        finished.wait()
         #expect(failures.withLock { $0 }.isEmpty)
         #expect(checked.load(ordering: .relaxed) > 0)
         #expect(try allEntries(db.snapshot(), "t").map(\.0) == expected(after: 600).map { Key($0).bytes })
