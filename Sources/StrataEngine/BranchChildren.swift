@@ -173,7 +173,7 @@ extension NodeRef {
         switch (self, other) {
         case (.leaf(let a), .leaf(let b)): a === b
         case (.branch(let a), .branch(let b)): a === b
-        case (.stored(let a), .stored(let b)): a.offset == b.offset && a.length == b.length
+        case (.stored(let a), .stored(let b)): a == b
         default: false
         }
     }

@@ -73,10 +73,11 @@ final class GroupCommit: @unchecked Sendable {
     /// - Throws: The failed sync's error (`StrataError.io`) when it covered this commit, or
     ///   any commit the handle wrote before it.
     func waitUntilDurable(_ sequence: UInt64, publish: (Snapshot) -> Snapshot?) throws {
-        // The states a publish replaced, released after the lock (the defers run in reverse):
-        // a last release frees the nodes of a whole commit, and other committers wait on it.
-        var replaced: [Snapshot] = []
-        defer { replaced.removeAll() }
+        // The state this leader's publish replaced, released after the lock (the defers run
+        // in reverse): a last release frees the nodes of a whole commit, and other
+        // committers wait on the lock. A caller leads at most one sync: its own covers it.
+        var replaced: Snapshot?
+        defer { withExtendedLifetime(replaced) {} }
         condition.lock()
         defer { condition.unlock() }
         while true {
@@ -99,7 +100,7 @@ final class GroupCommit: @unchecked Sendable {
                 durableSequence = target.sequence
                 durableEnd = target.end
                 if written?.sequence == target.sequence { written = nil }
-                if let old = publish(target.snapshot) { replaced.append(old) }
+                replaced = publish(target.snapshot)
             case .failure(let error):
                 let cause = (error as? StrataError) ?? .io(operation: "sync", path: target.snapshot.store.path, errno: EIO)
                 failure = Failure(error: cause, durableEnd: durableEnd)

@@ -400,11 +400,15 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
 
     static let maxLineage = 64
 
-    init(owner: UInt64, keys: [[UInt8]], children: [NodeRef]) {
+    convenience init(owner: UInt64, keys: [[UInt8]], children: [NodeRef]) {
+        self.init(owner: owner, keys: keys, children: BranchChildren(children))
+    }
+
+    private init(owner: UInt64, keys: [[UInt8]], children: consuming BranchChildren) {
         self.owner = owner
         self.separators = keys
         self.heads = KeyHeads(keys)
-        self.children = BranchChildren(children)
+        self.children = children
         self.pageBytes = 0
         recomputePageBytes()
     }
@@ -516,13 +520,9 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
     func splitOff(owner: UInt64) -> (separator: [UInt8], right: BranchNode) {
         let middle = children.count / 2
         let separator = separators[middle - 1]
-        let inherits = children.inherits
-        let right = BranchNode(owner: owner, keys: Array(separators[middle...]), heads: KeyHeads(), children: children.split(from: middle),
-                               pageBytes: 0, lineage: 0)
-        right.heads = KeyHeads(right.separators)
-        right.recomputePageBytes()
+        let right = BranchNode(owner: owner, keys: Array(separators[middle...]), children: children.split(from: middle))
         // The moved references may be shown by the version this one took them from.
-        if inherits { splitHeirs.append(right) }
+        if children.inherits { splitHeirs.append(right) }
         separators.removeSubrange((middle - 1)...)
         _ = heads.splitOff(at: middle - 1)
         recomputePageBytes()
