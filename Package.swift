@@ -54,7 +54,8 @@ let package = Package(
             pkgConfig: "liblz4",
             providers: [.apt(["liblz4-dev"])]
         ),
-        .target(name: "StrataEngine", dependencies: ["CLZ4", .product(name: "Logging", package: "swift-log")]),
+        .systemLibrary(name: "CPrefetch"),
+        .target(name: "StrataEngine", dependencies: ["CLZ4", "CPrefetch", .product(name: "Logging", package: "swift-log")]),
         .target(name: "Strata", dependencies: ["StrataEngine", .product(name: "Logging", package: "swift-log")]),
         .macro(name: "StrataMacrosPlugin", dependencies: [
             .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),

@@ -267,7 +267,11 @@ enum TreeReader {
         while true {
             switch next {
             case .branch(let branch): next = branch._withUnsafeGuaranteedRef { $0.unretainedChild(for: key) }
-            case .leaf(let leaf): return leaf._withUnsafeGuaranteedRef { search($0, for: key) }
+            case .leaf(let leaf):
+                return leaf._withUnsafeGuaranteedRef {
+                    $0.prefetchForSearch()
+                    return search($0, for: key)
+                }
             case .stored(let address): return .stored(address)
             }
         }

@@ -29,9 +29,10 @@ extension Database {
     /// 3. Holding writers back, the last few commits are carried over, the new file is
     ///    synced, renamed over `PATH`, and the directory synced. Only this step pauses
     ///    writers (`CompactionResult.writerPause`); readers never wait. When writers commit
-    ///    as fast as the rounds carry (a bulk load), what is left is carried in slices of
-    ///    `CarryOverRounds.sliceBytes`, each holding writers back, with writers let in
-    ///    between, so no single wait is longer than a slice.
+    ///    as fast as the rounds carry (a bulk load), what is left is carried in slices,
+    ///    each holding writers back, with writers let in between: a slice carries
+    ///    `CarryOverRounds.sliceBytes` more than the writers added since the last, so the
+    ///    tail shrinks at every hold and no single wait is longer than a slice.
     ///
     /// A crash before the rename leaves the original intact, holding every acknowledged
     /// commit (the next open deletes the leftover); after it, the new file holds them all.
@@ -67,12 +68,17 @@ extension Database {
         let file = try fileSystem.open(temporaryPath, mode: .readWrite)
         do {
             var target = try CompactionTarget(copying: snapshot, into: file, options: options, isCancelled: isClosed, progress: progress)
+            // The new file's tree is this compaction's alone until the swap: every round and
+            // slice changes it as one owner, so a leaf copied once is changed in place after
+            // (a new owner per round copied again every leaf each round touched).
+            let owner = nextOwner()
             var carried = copiedUpTo
             var rounds = rounds
             while rounds.another(tail: writerCounters().end - carried) {
-                carried = try target.carryOver(from: old, range: carried ..< carried + rounds.tail, owner: nextOwner())
+                carried = try target.carryOver(from: old, range: carried ..< carried + rounds.tail, owner: owner)
             }
-            var slices = CarryOverRounds(maxRounds: CarryOverRounds.maxSlices, finalBytes: CarryOverRounds.sliceBytes)
+            // Where the old file ended when the last slice let the writers go.
+            var endAtLastHold = carried
             var longest = Duration.zero, holds = 0
             // The state the swap replaces (the old tree, its dirty nodes and cached pages):
             // freed after the writers are let go, on this thread (freed in the last hold it
@@ -94,14 +100,20 @@ extension Database {
                     guard writer.store === old else {
                         throw StrataError.io(operation: "compact (the file was replaced meanwhile)", path: path, errno: EAGAIN)
                     }
-                    if slices.another(tail: writer.end - carried) {
+                    if writer.end - carried > CarryOverRounds.sliceBytes {
                         // A slice, then the writers are let in (the gate hands itself to a
-                        // waiting writer before this thread takes it again).
-                        carried = try target.carryOver(from: old, range: carried ..< writer.end, owner: nextOwner(),
-                                                       stoppingAfter: CarryOverRounds.sliceBytes)
+                        // waiting writer before this thread takes it again). It carries a
+                        // slice more than the writers added since the last hold: the tail
+                        // shrinks by a slice at every hold, however fast they commit. (Giving
+                        // up on slices that did not gain, and carrying the rest in one hold,
+                        // held a 10M-record load's writer for 2.4 s.)
+                        let added = writer.end - max(endAtLastHold, carried)
+                        carried = try target.carryOver(from: old, range: carried ..< writer.end, owner: owner,
+                                                       stoppingAfter: CarryOverRounds.sliceBytes + added)
+                        endAtLastHold = writer.end
                         return false
                     }
-                    _ = try target.carryOver(from: old, range: carried ..< writer.end, owner: nextOwner())
+                    _ = try target.carryOver(from: old, range: carried ..< writer.end, owner: owner)
                     try target.sync()
                     guard try file.tryLockExclusive() else { throw StrataError.locked(path: temporaryPath) }
                     try fileSystem.rename(temporaryPath, to: path)
@@ -129,8 +141,9 @@ extension Database {
 
 /// When carry-over rounds beside the writers stop and the last one, holding them back,
 /// begins: once the commits left to carry are few (their replay is the writers' pause), or
-/// when rounds stop gaining on writers that commit as fast as the rounds carry. The same
-/// decision, with `maxSlices`, ends the slices carried while holding writers back.
+/// when rounds stop gaining on writers that commit as fast as the rounds carry. What is left
+/// then is carried in slices of `sliceBytes` (plus what writers add between them), each
+/// holding writers back.
 struct CarryOverRounds {
     /// Bytes of the old file the last round holds writers back for, at most (when the
     /// rounds catch up).
@@ -145,31 +158,22 @@ struct CarryOverRounds {
     static let patience = 3
     static let maxRounds = 64
 
-    /// Slices, at most, before the rest is carried in one hold: a writer whose every commit
-    /// is larger than a slice stalls them sooner (`patience`).
-    static let maxSlices = 4_096
-
     /// At most `maxRounds` rounds (0: none beside the writers, every commit carried in slices).
     let maxRounds: Int
-    /// The tail the last round carries when it is this short or shorter.
-    let finalTail: UInt64
     private(set) var tail: UInt64 = 0
     private var shortest = UInt64.max
     private var rounds = 0
     private var stalled = 0
 
-    /// Slices pass `finalBytes: sliceBytes`: a tail that fits in one slice is carried with
-    /// the swap, in the same hold. (With 32 KiB, a writer committing 1,000 W1 records, 38 KB
-    /// of log, between slices kept every tail over it: slices until the load ended.)
-    init(maxRounds: Int = Self.maxRounds, finalBytes: UInt64 = Self.finalBytes) {
-        (self.maxRounds, finalTail) = (maxRounds, finalBytes)
+    init(maxRounds: Int = Self.maxRounds) {
+        self.maxRounds = maxRounds
     }
 
-    /// Whether to run another round (or slice) over `tail` bytes, rather than the last.
-    /// Stalled rounds are those that found the tail no shorter than the shortest before:
-    /// writers adding about what each round carries make it wobble without gaining.
+    /// Whether to run another round over `tail` bytes, rather than the last. Stalled rounds
+    /// are those that found the tail no shorter than the shortest before: writers adding
+    /// about what each round carries make it wobble without gaining.
     mutating func another(tail next: UInt64) -> Bool {
-        guard next > finalTail, rounds < maxRounds else { return false }
+        guard next > Self.finalBytes, rounds < maxRounds else { return false }
         stalled = next >= shortest ? stalled + 1 : 0
         guard stalled < Self.patience else { return false }
         shortest = min(shortest, next)
@@ -214,8 +218,8 @@ struct CompactionTarget {
             let root = try builder.finish()
             appender = builder.appender
             let count = snapshot.trees[name]!.entryCount
-            record.trees.append(.init(name: name, entryCount: count, root: root))
-            trees[name] = TreeState(root: root.map { .stored($0) }, entryCount: count)
+            record.trees.append(.init(name: name, entryCount: count, root: root?.address))
+            trees[name] = TreeState(root: root?.kept, entryCount: count)
         }
         let address = try appender.append(.checkpoint, payload: record.encoded())
         try appender.flush()

@@ -62,6 +62,8 @@ public final class Database: Sendable {
         /// stored out of line (over a quarter of a page) are cached in a budget of their own,
         /// a quarter of this one, so reading them never evicts a page of the tree. Both are
         /// ceilings, not allocations: the caches grow only with what is read or written.
+        /// Branches a checkpoint or compaction wrote are kept in memory outside the budget
+        /// (a branch per hundred or so leaves), so a lookup asks the cache only for its leaf.
         public var cacheSize: Int = Options.defaultCacheSize
         /// Open without writing or locking; the file must exist.
         public var readOnly = false
@@ -122,7 +124,17 @@ public final class Database: Sendable {
     private let published: Mutex<Snapshot?>
     /// Durable commits from concurrent threads share syncs (`GroupCommit`).
     let group: GroupCommit
-    private let owners = Atomic<UInt64>(1)
+    /// The last owner id handed out (`nextOwner`): transactions, replays and compactions
+    /// each change only nodes of their own id. Id 0 marks nodes read from pages (never
+    /// changed in place: they are shared through the page cache), and 1 is the replay at
+    /// open (`openingOwner`).
+    private let owners = Atomic<UInt64>(Database.openingOwner)
+    /// The owner of the nodes the replay at open makes. Not 0: with 0, the replay changed
+    /// in place the cached pages of the checkpoint it started from, and a later checkpoint
+    /// frame in the log that names some of the same pages (its slot lost to a power cut)
+    /// was then read with those changes in it (found by the power-loss test once replay
+    /// applied operations in key order).
+    static let openingOwner: UInt64 = 1
     /// Held by the compaction running on this handle: they take turns.
     let compactions = Mutex<Void>(())
     /// The compaction `Options.autoCompaction` runs on a thread of its own.
@@ -168,7 +180,7 @@ public final class Database: Sendable {
         let file = try Self.openFile(path, options: options, fileSystem: fileSystem)
         let recovered: RecoveredState
         do {
-            recovered = try Recovery.open(file, options: options, owner: 0)
+            recovered = try Recovery.open(file, options: options, owner: Self.openingOwner)
         } catch {
             file.close()
             throw error
@@ -605,8 +617,8 @@ public final class Database: Sendable {
             for name in current.trees.keys.sorted() {
                 let state = current.trees[name]!
                 let root = try state.root.map { try nodes.write($0) }
-                record.trees.append(.init(name: name, entryCount: state.entryCount, root: root))
-                trees[name] = TreeState(root: root.map { .stored($0) }, entryCount: state.entryCount)
+                record.trees.append(.init(name: name, entryCount: state.entryCount, root: root?.address))
+                trees[name] = TreeState(root: root?.kept, entryCount: state.entryCount)
             }
             // Pages are durable before the checkpoint frame that names them is written, so
             // a valid checkpoint frame never points at pages a crash could lose.

@@ -39,17 +39,26 @@ struct FrameAppender {
     }
 }
 
-/// Writes the in-memory nodes of a tree as page frames, children before parents, and
-/// returns the address of the root. Nodes already on disk are referenced, not rewritten.
-/// Written nodes and out-of-line values go into `store`'s caches under their new addresses.
+/// Writes the in-memory nodes of a tree as page frames, children before parents. Nodes
+/// already on disk are referenced, not rewritten. Written nodes and out-of-line values go
+/// into `store`'s caches under their new addresses.
 struct NodeWriter {
     let store: PageStore
     var appender: FrameAppender
 
-    mutating func write(_ ref: NodeRef) throws -> FrameAddress {
+    /// A node as written: its address, and the reference the tree keeps to it from now on.
+    /// A leaf is kept by its address (the page cache holds it within its budget); a branch
+    /// stays in memory (`BranchNode.storedAt`): the branches are about a hundredth of a
+    /// tree, and a lookup through them then takes no cache lookup until its leaf.
+    struct Written {
+        let address: FrameAddress
+        let kept: NodeRef
+    }
+
+    mutating func write(_ ref: NodeRef) throws -> Written {
         switch ref {
         case .stored(let address):
-            return address
+            return Written(address: address, kept: ref)
         case .leaf(let leaf):
             // The closure appends through `self`: copying the appender would copy its
             // pending buffer (megabytes) on the first append, once per page.
@@ -64,14 +73,14 @@ struct NodeWriter {
                 ? leaf
                 : try PageCodec.decodeLeaf(payload, address: address, limits: store.limits, context: store.context(address.offset, "page"))
             store.cache.insert(.leaf(written), at: address.offset, cost: PageStore.cost(of: .leaf(written)))
-            return address
+            return Written(address: address, kept: .stored(address))
         case .branch(let branch):
+            if let address = branch.storedAt { return Written(address: address, kept: ref) }
             let children = try branch.childReferences.map { try write($0) }
-            let payload = PageCodec.encodeBranch(keys: branch.keys, children: children)
+            let payload = PageCodec.encodeBranch(keys: branch.keys, children: children.map(\.address))
             let address = try appender.append(.page, payload: payload)
-            let written = Node.branch(BranchNode(owner: 0, keys: branch.keys, children: children.map { .stored($0) }))
-            store.cache.insert(written, at: address.offset, cost: PageStore.cost(of: written))
-            return address
+            let written = BranchNode(owner: 0, keys: branch.keys, children: children.map(\.kept), storedAt: address)
+            return Written(address: address, kept: .branch(written))
         }
     }
 }

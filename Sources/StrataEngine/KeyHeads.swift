@@ -124,6 +124,13 @@ struct KeyHeads {
         return .within(head: Self.head(of: key, after: prefixLength))
     }
 
+    /// Starts loading the heads' cache lines together, before a search probes them
+    /// (`prefetchLines`).
+    @inline(__always)
+    func prefetch() {
+        heads.withUnsafeBytes { prefetchLines(of: $0) }
+    }
+
     /// Adds the head of `key`, which sorts at `index`; false, with nothing changed, when
     /// `key` lacks the prefix: the caller then rebuilds the heads of all its keys.
     mutating func insert(_ key: UnsafeRawBufferPointer, at index: Int) -> Bool {

@@ -206,6 +206,14 @@ final class LeafNode: @unchecked Sendable {
         heads.search(in: 0 ..< heads.count, for: key) { compareKey(at: $0, with: key) }
     }
 
+    /// Starts loading what a search of this leaf reads, its heads and entry starts, all at
+    /// once (`prefetchLines`): for a lookup in a tree larger than the CPU's caches.
+    @inline(__always)
+    func prefetchForSearch() {
+        heads.prefetch()
+        starts.withUnsafeBytes { prefetchLines(of: $0) }
+    }
+
     /// The heads of the keys `storage` holds, after the prefix they share: when an inserted
     /// key lacks the prefix the heads were taken after, or two leaves with different
     /// prefixes merge.
@@ -397,19 +405,27 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
     @exclusivity(unchecked) private var lineage: Int = 0
     /// The encoded size of this branch as a page.
     @exclusivity(unchecked) var pageBytes: Int
+    /// Where this branch is stored, when it is the page a checkpoint or compaction wrote
+    /// there (nil for a branch a transaction made or changed). Such a branch never changes,
+    /// and the tree keeps it in memory rather than by its address: a lookup then reaches the
+    /// leaves without asking the page cache for each branch on the way, a locked hash
+    /// lookup per level (`NodeWriter`). A later checkpoint refers to it by this address
+    /// instead of writing it again.
+    let storedAt: FrameAddress?
 
     static let maxLineage = 64
 
-    convenience init(owner: UInt64, keys: [[UInt8]], children: [NodeRef]) {
-        self.init(owner: owner, keys: keys, children: BranchChildren(children))
+    convenience init(owner: UInt64, keys: [[UInt8]], children: [NodeRef], storedAt: FrameAddress? = nil) {
+        self.init(owner: owner, keys: keys, children: BranchChildren(children), storedAt: storedAt)
     }
 
-    private init(owner: UInt64, keys: [[UInt8]], children: consuming BranchChildren) {
+    private init(owner: UInt64, keys: [[UInt8]], children: consuming BranchChildren, storedAt: FrameAddress? = nil) {
         self.owner = owner
         self.separators = keys
         self.heads = KeyHeads(keys)
         self.children = children
         self.pageBytes = 0
+        self.storedAt = storedAt
         recomputePageBytes()
     }
 
@@ -420,6 +436,7 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
         self.children = children
         self.pageBytes = pageBytes
         self.lineage = lineage
+        self.storedAt = nil
     }
 
     /// Releases the heirs one by one rather than recursively: a snapshot held across many

@@ -159,11 +159,13 @@ enum Recovery {
         var sequenceKnown = sequenceKnown
         var position = state.end
         defer { state.end = position }
+        var ordered = KeyOrderedReplay()
         while position < size {
             let frame: (header: FrameHeader, bytes: [UInt8])
             do {
                 frame = try readFrame(at: position, fileSize: size, store: store)
             } catch let StrataError.corruption(_, _, reason) {
+                try ordered.apply(to: &changes)
                 // Zeros from here to the end are preallocated space: the log ends here.
                 if try isZeroTail(from: position, to: size, store: store) { return nil }
                 return (position, reason)
@@ -173,7 +175,7 @@ enum Recovery {
             switch frame.header.type {
             case .log:
                 let payload = try Frame.payload(of: frame.bytes, header: frame.header, offset: position, salt: store.salt, context: context)
-                let batch = try replay(payload, into: &changes, context: context)
+                let batch = try replay(payload, into: &changes, ordered: &ordered, context: context)
                 guard batch.sequence == state.sequence + 1 || !sequenceKnown && state.sequence == 0 else {
                     throw context.error("commit sequence \(batch.sequence) does not follow \(state.sequence)")
                 }
@@ -186,6 +188,7 @@ enum Recovery {
                 guard record.sequence == state.sequence || !sequenceKnown else {
                     throw context.error("checkpoint of sequence \(record.sequence) found after commit \(state.sequence)")
                 }
+                try ordered.apply(to: &changes)
                 try adopt(record, at: address, into: &state)
                 changes.replaceTrees(state.trees)
                 sequenceKnown = true
@@ -194,15 +197,18 @@ enum Recovery {
             }
             position = address.end
         }
+        try ordered.apply(to: &changes)
         return nil
     }
 
-    /// Applies one commit. A checksum-valid frame whose operations do not apply to the
-    /// state before it (a put into a tree that does not exist, an oversized key) was not
-    /// written by Strata: that is corruption at the frame, not an API error.
-    private static func replay(_ payload: [UInt8], into changes: inout TreeChanges, context: CorruptionContext) throws -> LogBatchHeader {
+    /// Replays one commit (its puts and deletes gathered in `ordered`, applied in key order
+    /// later). A checksum-valid frame whose operations do not apply to the state before it
+    /// (a put into a tree that does not exist, a tree created twice) was not written by
+    /// Strata: that is corruption at the frame, not an API error.
+    private static func replay(_ payload: [UInt8], into changes: inout TreeChanges, ordered: inout KeyOrderedReplay,
+                               context: CorruptionContext) throws -> LogBatchHeader {
         do {
-            return try LogBatchReader.read(payload, context: context) { try changes.apply($0) }
+            return try ordered.replay(payload, into: &changes, context: context)
         } catch let error as StrataError {
             switch error {
             case .treeNotFound, .treeAlreadyExists, .invalidTreeName, .keyTooLarge, .emptyKey, .valueTooLarge:

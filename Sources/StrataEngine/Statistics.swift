@@ -144,10 +144,8 @@ enum TreeWalker {
     static func visit(_ ref: NodeRef?, store: PageStore, depth: Int = 1,
                       _ body: (_ node: Node, _ address: FrameAddress?, _ depth: Int) throws -> Void) throws {
         guard let ref else { return }
-        var address: FrameAddress?
-        if case .stored(let a) = ref { address = a }
         let node = try store.resolve(ref)
-        try body(node, address, depth)
+        try body(node, ref.address, depth)
         if case .branch(let branch) = node {
             for child in branch.childReferences { try visit(child, store: store, depth: depth + 1, body) }
         }

@@ -295,6 +295,11 @@ struct TreeChanges {
         return index
     }
 
+    /// - Throws: `StrataError.treeNotFound` when no tree is called `name`.
+    func requireTree(_ name: String) throws {
+        guard trees[name] != nil else { throw StrataError.treeNotFound(name) }
+    }
+
     mutating func createTree(_ name: String) throws {
         guard trees[name] == nil else { throw StrataError.treeAlreadyExists(name) }
         lastTree = nil

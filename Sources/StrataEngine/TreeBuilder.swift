@@ -4,7 +4,7 @@ struct TreeBuilder {
     private var writer: NodeWriter
     private let limits: NodeLimits
     private var leaf = LeafNode(owner: 0)
-    private var leaves: [(firstKey: [UInt8], address: FrameAddress)] = []
+    private var leaves: [(firstKey: [UInt8], node: NodeWriter.Written)] = []
     /// Where the file was last synced up to.
     private var synced: UInt64
 
@@ -28,8 +28,7 @@ struct TreeBuilder {
     }
 
     private mutating func flushLeaf() throws {
-        let address = try writer.write(.leaf(leaf))
-        leaves.append((leaf.key(at: 0), address))
+        leaves.append((leaf.key(at: 0), try writer.write(.leaf(leaf))))
         leaf = LeafNode(owner: 0)
         if writer.appender.position - synced >= Self.syncInterval {
             try writer.appender.flush()
@@ -39,12 +38,12 @@ struct TreeBuilder {
     }
 
     /// Writes what is pending and the branch levels; returns the root (nil when empty).
-    mutating func finish() throws -> FrameAddress? {
+    mutating func finish() throws -> NodeWriter.Written? {
         if leaf.count > 0 { try flushLeaf() }
         var level = leaves
         while level.count > 1 {
-            var next: [(firstKey: [UInt8], address: FrameAddress)] = []
-            var groups: [[(firstKey: [UInt8], address: FrameAddress)]] = [[]]
+            var next: [(firstKey: [UInt8], node: NodeWriter.Written)] = []
+            var groups: [[(firstKey: [UInt8], node: NodeWriter.Written)]] = [[]]
             var bytes = 0
             for child in level {
                 let cost = BranchNode.keyCost(child.firstKey) + BranchNode.childReferenceSize
@@ -59,11 +58,11 @@ struct TreeBuilder {
                 groups[groups.count - 2].append(groups.removeLast()[0])
             }
             for group in groups {
-                let branch = BranchNode(owner: 0, keys: group.dropFirst().map(\.firstKey), children: group.map { .stored($0.address) })
+                let branch = BranchNode(owner: 0, keys: group.dropFirst().map(\.firstKey), children: group.map(\.node.kept))
                 next.append((group[0].firstKey, try writer.write(.branch(branch))))
             }
             level = next
         }
-        return level.first?.address
+        return level.first?.node
     }
 }
