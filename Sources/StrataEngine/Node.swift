@@ -95,7 +95,11 @@ final class LeafNode: @unchecked Sendable {
     /// W1 get at 1M: ~8% of its time). The array's buffer lives as long as `storage` holds it
     /// unchanged, and a node is changed only before any snapshot can see it.
     @exclusivity(unchecked) private(set) var bytes: UnsafeRawBufferPointer
-    @exclusivity(unchecked) var starts: [UInt32]
+    @exclusivity(unchecked) var starts: [UInt32] { didSet { startsBase = Self.elements(of: starts) } }
+    /// `starts`' elements, taken again at every change of it, as `bytes` is: read by
+    /// snapshot lookups and the prefetch without loading the array's header (a miss of its
+    /// own in a large tree) or retaining the array.
+    @exclusivity(unchecked) private(set) var startsBase: UnsafeRawPointer?
     /// Each entry's key head after the prefix the keys share (`KeyHeads`), beside `starts`:
     /// a search compares these, contiguous in one array, and reads a key from `storage` only
     /// when heads tie. A lookup in a large tree misses the CPU cache at nearly every probe of
@@ -114,8 +118,13 @@ final class LeafNode: @unchecked Sendable {
         self.storage = storage
         self.bytes = Self.bytes(of: storage)   // an initializer's writes call no observer
         self.starts = starts
+        self.startsBase = Self.elements(of: starts)
         self.heads = heads
         self.pageBytes = pageBytes
+    }
+
+    private static func elements(of starts: [UInt32]) -> UnsafeRawPointer? {
+        starts.withUnsafeBytes { $0.baseAddress }
     }
 
     /// The address and length of `storage`'s elements, valid while the array that holds
@@ -195,7 +204,9 @@ final class LeafNode: @unchecked Sendable {
     /// through a snapshot): no retain and release of the array.
     @inline(__always)
     func withUnchangingEntry<R>(_ i: Int, _ body: (UnsafeRawBufferPointer, ValueSlot) throws -> R) rethrows -> R {
-        let e = Self.entry(in: bytes, at: Int(starts[i]))
+        precondition(i >= 0 && i < heads.count, "entry index out of range")
+        let start = startsBase.unsafelyUnwrapped.load(fromByteOffset: i &* 4, as: UInt32.self)
+        let e = Self.entry(in: bytes, at: Int(start))
         return try body(e.key, e.value)
     }
 
@@ -203,15 +214,17 @@ final class LeafNode: @unchecked Sendable {
 
     /// Binary search: the index of `key`, or of the first larger key, and whether it matched.
     func search(_ key: UnsafeRawBufferPointer) -> (index: Int, found: Bool) {
-        heads.search(in: 0 ..< heads.count, for: key) { compareKey(at: $0, with: key) }
+        let probe = heads.probe
+        return probe.search(in: 0 ..< probe.count, for: key) { compareKey(at: $0, with: key) }
     }
 
     /// Starts loading what a search of this leaf reads, its heads and entry starts, all at
     /// once (`prefetchLines`): for a lookup in a tree larger than the CPU's caches.
     @inline(__always)
     func prefetchForSearch() {
-        heads.prefetch()
-        starts.withUnsafeBytes { prefetchLines(of: $0) }
+        let probe = heads.probe
+        probe.prefetch()
+        prefetchLines(from: startsBase, count: probe.count &* 4)
     }
 
     /// The heads of the keys `storage` holds, after the prefix they share: when an inserted
@@ -241,7 +254,7 @@ final class LeafNode: @unchecked Sendable {
     /// `key` sorts between entry `start` and the last entry (both included); nil otherwise
     /// (`KeyHeads.search(onFrom:for:compareKey:)`).
     func search(_ key: UnsafeRawBufferPointer, onFrom start: Int) -> (index: Int, found: Bool)? {
-        heads.search(onFrom: start, for: key) { compareKey(at: $0, with: key) }
+        heads.probe.search(onFrom: start, for: key) { compareKey(at: $0, with: key) }
     }
 
     /// The encoded entry size in memory and as a page.
@@ -498,7 +511,8 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
 
     /// The child whose range holds `key`: the number of separators `<= key`.
     func childIndex(for key: UnsafeRawBufferPointer) -> Int {
-        let (index, found) = heads.search(in: 0 ..< heads.count, for: key) { compareBytes(separators[$0], key) }
+        let probe = heads.probe
+        let (index, found) = probe.search(in: 0 ..< probe.count, for: key) { compareBytes(separators[$0], key) }
         return found ? index + 1 : index
     }
 

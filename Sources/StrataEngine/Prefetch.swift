@@ -8,14 +8,18 @@ import CPrefetch
 /// its entry were three fifths of the time). Asked for together, the lines of a leaf's heads
 /// and entry starts (a few hundred bytes) arrive in about the time of one miss, and the
 /// probes then hit. Where the lines are cached already, each request costs an instruction.
+///
+/// Takes an address and a length the caller keeps beside the array (not the array itself):
+/// reading them from the array loads its header, a miss of its own that the lookup then
+/// waits for.
 @inline(__always)
-func prefetchLines(of bytes: UnsafeRawBufferPointer) {
-    guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+func prefetchLines(from base: UnsafeRawPointer?, count: Int) {
+    guard let base, count > 0 else { return }
     var offset = 0
-    while offset < bytes.count {
+    while offset < count {
         strata_prefetch(base + offset)
         offset &+= 64
     }
-    // The last line, when `bytes` does not start on a line boundary.
-    strata_prefetch(base + (bytes.count &- 1))
+    // The last line, when the bytes do not start on a line boundary.
+    strata_prefetch(base + (count &- 1))
 }

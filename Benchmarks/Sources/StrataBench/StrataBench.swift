@@ -80,6 +80,11 @@ struct StrataBench: ParsableCommand {
     @Option(help: .hidden)
     var crashRecords = 0
 
+    /// PATH: open a Strata file read-only (its log replayed, nothing written) and print how
+    /// long that took: for profiling the replay on a file a killed `--crash-load` left.
+    @Option(help: .hidden)
+    var timeOpen: String?
+
     func validate() throws {
         let sizes = self.sizes
         guard !sizes.isEmpty, sizes.count == list(records).count, sizes.allSatisfy({ $0 >= 100 }) else {
@@ -99,6 +104,7 @@ struct StrataBench: ParsableCommand {
         if let checkpointLogBytes { StrataKV.checkpointLogBytes = checkpointLogBytes }
         // The loader open.after-crash kills.
         if let crashLoad { return try CrashLoad.load(crashLoad, records: crashRecords) }
+        if let timeOpen { return try StrataKV.timeReadOnlyOpen(timeOpen) }
         if noAutoCompaction { StrataKV.autoCompaction = nil }
         let directory = dir ?? NSTemporaryDirectory() + "strata-bench-\(ProcessInfo.processInfo.processIdentifier)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
