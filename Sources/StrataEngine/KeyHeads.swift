@@ -103,6 +103,13 @@ struct KeyHeads {
         return true
     }
 
+    /// These heads, their array copied with room for `room` more (`LeafNode.copy`).
+    func copy(room: Int) -> KeyHeads {
+        var copy = self
+        copy.heads = heads.copy(room: room)
+        return copy
+    }
+
     mutating func remove(at index: Int) {
         heads.remove(at: index)
     }

@@ -133,8 +133,13 @@ final class LeafNode: @unchecked Sendable {
         storage.withUnsafeBytes { $0 }
     }
 
+    /// A copy for the transaction `owner` to change, with room for a few more entries.
+    /// (Sharing the arrays until the first change copied each into twice its capacity: a
+    /// page read from disk is exactly full, so every changed leaf held 8 KiB for a 4 KiB
+    /// page, and kept it in the cache after its checkpoint.)
     func copy(owner: UInt64) -> LeafNode {
-        LeafNode(owner: owner, storage: storage, starts: starts, heads: heads, pageBytes: pageBytes)
+        LeafNode(owner: owner, storage: storage.copy(room: 256), starts: starts.copy(room: 8), heads: heads.copy(room: 8),
+                 pageBytes: pageBytes)
     }
 
     var count: Int { starts.count }
@@ -558,5 +563,15 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
         _ = heads.splitOff(at: middle - 1)
         recomputePageBytes()
         return (separator, right)
+    }
+}
+
+extension Array {
+    /// A copy of these elements with room for `room` more before it grows.
+    func copy(room: Int) -> [Element] {
+        var copy: [Element] = []
+        copy.reserveCapacity(count + room)
+        copy.append(contentsOf: self)
+        return copy
     }
 }
