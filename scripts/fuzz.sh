@@ -28,7 +28,7 @@ build() {
     newest=$(ls -t "${sources[@]}" scripts/fuzz.sh | head -1)
     if [ -x "$BINARY" ] && [ "$BINARY" -nt "$newest" ]; then return; fi
     echo "building $BINARY (swiftc -sanitize=fuzzer,address; about 2 minutes)…" >&2
-    local flags=(-parse-as-library -O -package-name Strata -I Sources/CLZ4 -I "$OUT")
+    local flags=(-parse-as-library -O -package-name Strata -I Sources/CLZ4 -I Sources/CPrefetch -I "$OUT")
     swiftc -emit-library -static -emit-module -module-name Logging "${flags[@]}" -package-name swift_log \
         $(find .build/checkouts/swift-log/Sources/Logging -name '*.swift') \
         -o "$OUT/libLogging.a" -emit-module-path "$OUT/Logging.swiftmodule"

@@ -19,8 +19,11 @@ struct CompileTimeErrorTests {
         defer { try? FileManager.default.removeItem(at: file) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["swiftc", "-typecheck", "-I", built.appendingPathComponent("Modules").path,
-                             "-Xcc", "-fmodule-map-file=" + root.appendingPathComponent("Sources/CLZ4/module.modulemap").path, file.path]
+        // The engine's C modules are found by their module maps, as the package build finds them.
+        let moduleMaps = ["CLZ4", "CPrefetch"].flatMap {
+            ["-Xcc", "-fmodule-map-file=" + root.appendingPathComponent("Sources/\($0)/module.modulemap").path]
+        }
+        process.arguments = ["swiftc", "-typecheck", "-I", built.appendingPathComponent("Modules").path] + moduleMaps + [file.path]
         let output = Pipe()
         process.standardError = output
         process.standardOutput = output
