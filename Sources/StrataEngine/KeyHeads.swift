@@ -22,7 +22,7 @@ struct KeyHeads {
     private(set) var heads: [UInt64] = [] {
         didSet {
             probe.count = heads.count
-            probe.elements = Self.elements(of: heads)
+            probe.elements = heads.elementsAddress
         }
     }
     var prefixLength: Int { probe.prefixLength }
@@ -48,7 +48,7 @@ struct KeyHeads {
         }
         setWholeLength(length)
         probe.count = heads.count   // an initializer's writes call no observer
-        probe.elements = Self.elements(of: heads)
+        probe.elements = heads.elementsAddress
     }
 
     /// The heads of `keys`, in ascending order.
@@ -58,11 +58,7 @@ struct KeyHeads {
         heads = keys.map { $0.withUnsafeBytes { Probe.head(of: $0, after: prefixLength) } }
         setWholeLength(keys.allSatisfy { $0.count == first.count } ? first.count : -1)
         probe.count = heads.count   // an initializer's writes call no observer
-        probe.elements = Self.elements(of: heads)
-    }
-
-    private static func elements(of heads: [UInt64]) -> UnsafeRawPointer? {
-        heads.withUnsafeBytes { $0.baseAddress }
+        probe.elements = heads.elementsAddress
     }
 
     /// Records that every key is `length` bytes long (−1: not all one length), when a head

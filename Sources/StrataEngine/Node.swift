@@ -95,7 +95,7 @@ final class LeafNode: @unchecked Sendable {
     /// W1 get at 1M: ~8% of its time). The array's buffer lives as long as `storage` holds it
     /// unchanged, and a node is changed only before any snapshot can see it.
     @exclusivity(unchecked) private(set) var bytes: UnsafeRawBufferPointer
-    @exclusivity(unchecked) var starts: [UInt32] { didSet { startsBase = Self.elements(of: starts) } }
+    @exclusivity(unchecked) var starts: [UInt32] { didSet { startsBase = starts.elementsAddress } }
     /// `starts`' elements, taken again at every change of it, as `bytes` is: read by
     /// snapshot lookups and the prefetch without loading the array's header (a miss of its
     /// own in a large tree) or retaining the array.
@@ -118,13 +118,9 @@ final class LeafNode: @unchecked Sendable {
         self.storage = storage
         self.bytes = Self.bytes(of: storage)   // an initializer's writes call no observer
         self.starts = starts
-        self.startsBase = Self.elements(of: starts)
+        self.startsBase = starts.elementsAddress
         self.heads = heads
         self.pageBytes = pageBytes
-    }
-
-    private static func elements(of starts: [UInt32]) -> UnsafeRawPointer? {
-        starts.withUnsafeBytes { $0.baseAddress }
     }
 
     /// The address and length of `storage`'s elements, valid while the array that holds
@@ -567,6 +563,10 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
 }
 
 extension Array {
+    /// Where the elements are, valid while this array's buffer is neither changed nor
+    /// released: kept beside an array whose reads must not load its header or retain it.
+    var elementsAddress: UnsafeRawPointer? { withUnsafeBytes { $0.baseAddress } }
+
     /// A copy of these elements with room for `room` more before it grows.
     func copy(room: Int) -> [Element] {
         var copy: [Element] = []
