@@ -184,7 +184,7 @@ do {
     let stats = try db.statistics()
     print("commit sequence \(stats.commitSequence), checkpoint covers \(stats.checkpointSequence)")
     print("bytes read at open: \(stats.bytesReadAtOpen) (header, checkpoint and log tail only), commits replayed: \(stats.commitsReplayedAtOpen)")
-    print("cache: \(stats.cacheHits) hits, \(stats.cacheMisses) misses, \(stats.cachedPages) pages")
+    print("cache: \(stats.cacheHits) hits, \(stats.cacheMisses) misses, \(stats.cachedPages) pages; leaves kept in memory: \(stats.keptLeafBytes) bytes")
     try db.close()
     print("\nclosed \(path); run again to reopen it")
 } catch {

@@ -63,7 +63,12 @@ public final class Database: Sendable {
         /// a quarter of this one, so reading them never evicts a page of the tree. Both are
         /// ceilings, not allocations: the caches grow only with what is read or written.
         /// Branches a checkpoint or compaction wrote are kept in memory outside the budget
-        /// (a branch per hundred or so leaves), so a lookup asks the cache only for its leaf.
+        /// (a branch per hundred or so leaves). The leaves it wrote are kept in memory too,
+        /// inside the budget, while they take at most three quarters of it
+        /// (`Statistics.keptLeafBytes`); the cache holds what they leave. A lookup through
+        /// nodes kept in memory asks the cache for nothing: after a checkpoint, reads of a
+        /// tree that fits take no lock shared with other readers. After a reopen, pages are
+        /// read through the cache until a checkpoint writes them again.
         public var cacheSize: Int = Options.defaultCacheSize
         /// Open without writing or locking; the file must exist.
         public var readOnly = false

@@ -47,9 +47,11 @@ struct NodeWriter {
     var appender: FrameAppender
 
     /// A node as written: its address, and the reference the tree keeps to it from now on.
-    /// A leaf is kept by its address (the page cache holds it within its budget); a branch
-    /// stays in memory (`BranchNode.storedAt`): the branches are about a hundredth of a
-    /// tree, and a lookup through them then takes no cache lookup until its leaf.
+    /// A branch stays in memory (`BranchNode.storedAt`): the branches are about a
+    /// hundredth of a tree. A leaf stays in memory too while the page cache's share for
+    /// kept leaves lasts (`LeafNode.kept(at:in:)`), and is kept by its address past it
+    /// (the page cache then holds it within its budget). A lookup through nodes kept in
+    /// memory asks the cache for nothing.
     struct Written {
         let address: FrameAddress
         let kept: NodeRef
@@ -60,6 +62,7 @@ struct NodeWriter {
         case .stored(let address):
             return Written(address: address, kept: ref)
         case .leaf(let leaf):
+            if let address = leaf.storedAt { return Written(address: address, kept: ref) }
             // The closure appends through `self`: copying the appender would copy its
             // pending buffer (megabytes) on the first append, once per page.
             let payload = try PageCodec.encodeLeaf(leaf, limits: store.limits) { value in
@@ -72,6 +75,7 @@ struct NodeWriter {
             let written = payload.count == leaf.storage.count
                 ? leaf
                 : try PageCodec.decodeLeaf(payload, address: address, limits: store.limits, context: store.context(address.offset, "page"))
+            if let kept = written.kept(at: address, in: store.keptLeaves) { return Written(address: address, kept: .leaf(kept)) }
             store.cache.insert(.leaf(written), at: address.offset, cost: PageStore.cost(of: .leaf(written)))
             return Written(address: address, kept: .stored(address))
         case .branch(let branch):

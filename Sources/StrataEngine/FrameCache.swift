@@ -22,9 +22,18 @@ final class FrameCache<Cached: Sendable>: Sendable {
     }
 
     let budget: Int
+    /// Leaves kept in memory by the trees, which share this budget: the cache holds at
+    /// most what they leave of it.
+    let kept: KeptLeaves?
     private let state = Mutex(State())
 
-    init(budget: Int) { self.budget = max(budget, 64 * 1024) }
+    init(budget: Int, sharingWith kept: KeptLeaves? = nil) {
+        self.budget = max(budget, 64 * 1024)
+        self.kept = kept
+    }
+
+    /// The most this cache holds now: its budget less what the kept leaves take.
+    private var room: Int { budget - (kept?.current ?? 0) }
 
     /// The frame decoded from `offset`, when it is cached.
     func entry(at offset: UInt64) -> Cached? {
@@ -50,7 +59,8 @@ final class FrameCache<Cached: Sendable>: Sendable {
                 s.totalCost -= old.cost
             }
             s.totalCost += cost
-            if s.totalCost > budget { Self.evict(&s, target: budget * 3 / 4) }
+            let room = room
+            if s.totalCost > room { Self.evict(&s, target: room * 3 / 4) }
         }
     }
 
@@ -59,7 +69,8 @@ final class FrameCache<Cached: Sendable>: Sendable {
     func unpin(_ offsets: [UInt64]) {
         state.withLock { s in
             for offset in offsets { if let slot = s.entries.slot(of: offset) { s.entries[slot: slot].pinned = false } }
-            if s.totalCost > budget { Self.evict(&s, target: budget * 3 / 4) }
+            let room = room
+            if s.totalCost > room { Self.evict(&s, target: room * 3 / 4) }
         }
     }
 

@@ -108,13 +108,24 @@ final class LeafNode: @unchecked Sendable {
     /// The encoded size this leaf will have as a page (large inline values counted as
     /// overflow references).
     @exclusivity(unchecked) var pageBytes: Int
+    /// Where this leaf is stored, when it is the page a checkpoint or compaction wrote
+    /// there and the tree keeps it in memory in place of the page's address (`kept(at:in:)`);
+    /// nil for a leaf a transaction made or changed, and for one decoded from a page (the
+    /// cache holds those). Such a leaf never changes, and a later checkpoint refers to it
+    /// by this address instead of writing it again.
+    let storedAt: FrameAddress?
+    /// The budget this leaf is counted in while the tree keeps it, and what it counts there.
+    private let keptIn: (budget: KeptLeaves, cost: Int)?
 
     convenience init(owner: UInt64) {
         self.init(owner: owner, storage: [LeafTag.pageKind], starts: [], heads: KeyHeads(), pageBytes: 1)
     }
 
-    init(owner: UInt64, storage: [UInt8], starts: [UInt32], heads: KeyHeads, pageBytes: Int) {
+    init(owner: UInt64, storage: [UInt8], starts: [UInt32], heads: KeyHeads, pageBytes: Int,
+         storedAt: FrameAddress? = nil, keptIn: (budget: KeptLeaves, cost: Int)? = nil) {
         self.owner = owner
+        self.storedAt = storedAt
+        self.keptIn = keptIn
         self.storage = storage
         self.bytes = Self.bytes(of: storage)   // an initializer's writes call no observer
         self.starts = starts
@@ -127,6 +138,28 @@ final class LeafNode: @unchecked Sendable {
     /// them is neither changed nor released.
     private static func bytes(of storage: [UInt8]) -> UnsafeRawBufferPointer {
         storage.withUnsafeBytes { $0 }
+    }
+
+    /// This leaf as the tree keeps it once written at `address`: in memory, in place of a
+    /// reference to its page, counted in `budget` while it lives; nil when the budget is
+    /// spent. A lookup then reaches the leaf from its parent without asking the page cache,
+    /// a locked hash lookup whose lock every reader thread shares (perf, W1 get at 1M after
+    /// a load: the cache lookup and the leaf's first line were the two largest waits).
+    ///
+    /// The kept leaf is a new object sharing this one's arrays, owned by no transaction
+    /// (owner 0, as a page read from disk): every later change copies it first, so it stays
+    /// the page at `address`. (Marking this leaf instead would change an object the
+    /// published snapshot shares while its readers may read it; and a compaction changes
+    /// its new tree as one owner across slices, which would change a kept leaf in place.)
+    func kept(at address: FrameAddress, in budget: KeptLeaves) -> LeafNode? {
+        let cost = PageStore.cost(of: .leaf(self))
+        guard budget.reserve(cost) else { return nil }
+        return LeafNode(owner: 0, storage: storage, starts: starts, heads: heads, pageBytes: pageBytes,
+                        storedAt: address, keptIn: (budget, cost))
+    }
+
+    deinit {
+        if let keptIn { keptIn.budget.release(keptIn.cost) }
     }
 
     /// A copy for the transaction `owner` to change, with room for a few more entries.

@@ -9,6 +9,8 @@ final class PageStore: Sendable {
     let limits: NodeLimits
     /// Decoded pages.
     let cache: FrameCache<Node>
+    /// Leaves the trees keep in memory as written, in a share of the pages' budget.
+    let keptLeaves: KeptLeaves
     /// Out-of-line values, in a budget of their own (a quarter of the pages'): a scan over
     /// large values keeps them in memory as far as they fit, and never evicts a page.
     let values: FrameCache<[UInt8]>
@@ -21,8 +23,10 @@ final class PageStore: Sendable {
         self.file = file
         self.header = header
         self.limits = NodeLimits(pageSize: Int(header.pageSize))
-        self.cache = FrameCache(budget: cacheBudget)
-        self.values = FrameCache(budget: cacheBudget / 4)
+        let keptLeaves = KeptLeaves(cacheBudget: max(cacheBudget, 64 * 1024))
+        self.keptLeaves = keptLeaves
+        self.cache = FrameCache<Node>(budget: cacheBudget, sharingWith: keptLeaves)
+        self.values = FrameCache<[UInt8]>(budget: cacheBudget / 4)
     }
 
     /// The file's size, or 0 when it cannot be read (for progress reports only).

@@ -34,6 +34,10 @@ public struct Statistics: Sendable, Equatable {
     public var cacheBytes: Int
     /// Pages held.
     public var cachedPages: Int
+    /// Bytes of leaves the trees keep in memory as a checkpoint or compaction wrote them,
+    /// which lookups reach without the cache. They share the cache's budget
+    /// (`Database.Options.cacheSize`), taking at most three quarters of it.
+    public var keptLeafBytes: Int
     /// Bytes of out-of-line values held (their own budget, a quarter of the pages': see
     /// `Database.Options.cacheSize`).
     public var cachedValueBytes: Int
@@ -178,6 +182,7 @@ extension Database {
             logBytesSinceCheckpoint: writer.logBytes, bytesReadAtOpen: openReport.bytesRead,
             commitsReplayedAtOpen: openReport.replayedCommits, tornBytesDroppedAtOpen: openReport.tornBytes,
             cacheHits: cache.hits, cacheMisses: cache.misses, cacheBytes: cache.bytes, cachedPages: cache.entries,
+            keptLeafBytes: snapshot.store.keptLeaves.current,
             cachedValueBytes: values.bytes, cachedValues: values.entries,
             salvagedFromOffset: openReport.salvagedFrom, failedAutomaticCheckpoints: writer.failedCheckpoints,
             isPoisoned: writer.poisoned, durableCommits: synced.commits, commitSyncs: synced.syncs,

@@ -87,13 +87,14 @@ extension Inspector {
 }
 
 extension NodeRef {
-    /// Where the node is stored: a page not in memory, or a branch kept in memory as
-    /// written (`BranchNode.storedAt`); nil for a node changed since its last write.
+    /// Where the node is stored: a page not in memory, or a node kept in memory as
+    /// written (`BranchNode.storedAt`, `LeafNode.storedAt`); nil for a node changed since
+    /// its last write.
     var address: FrameAddress? {
         switch self {
         case .stored(let address): address
         case .branch(let branch): branch.storedAt
-        case .leaf: nil
+        case .leaf(let leaf): leaf.storedAt
         }
     }
 }
