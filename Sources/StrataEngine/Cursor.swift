@@ -83,7 +83,7 @@ public final class Cursor {
         leaf = nil
         guard var ref = root else { return false }
         while true {
-            switch try store.resolve(ref) {
+            switch try store.resolve(ref, for: .scan) {
             case .branch(let branch):
                 let i = branch.childIndex(for: key)
                 path.append((branch, i))
@@ -160,7 +160,7 @@ public final class Cursor {
         leaf = nil
         guard var ref = start else { return false }
         while true {
-            switch try store.resolve(ref) {
+            switch try store.resolve(ref, for: .scan) {
             case .branch(let branch):
                 let i = toFirst ? 0 : branch.childCount - 1
                 path.append((branch, i))

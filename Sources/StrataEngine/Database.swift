@@ -69,6 +69,11 @@ public final class Database: Sendable {
         /// nodes kept in memory asks the cache for nothing: after a checkpoint, reads of a
         /// tree that fits take no lock shared with other readers. After a reopen, pages are
         /// read through the cache until a checkpoint writes them again.
+        ///
+        /// Scans do not evict what lookups use: pages a cursor, a compaction or a verify
+        /// reads enter the cache as older than every page a lookup used, so a scan of a tree
+        /// larger than the cache drops its own pages first, and a tree that fits stays
+        /// cached for the next scan.
         public var cacheSize: Int = Options.defaultCacheSize
         /// Open without writing or locking; the file must exist.
         public var readOnly = false

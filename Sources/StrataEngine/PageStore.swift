@@ -82,22 +82,23 @@ final class PageStore: Sendable {
         }
     }
 
-    /// The node stored at `address`, from the cache or decoded from disk.
-    func node(at address: FrameAddress) throws -> Node {
-        if let cached = cache.entry(at: address.offset) { return cached }
+    /// The node stored at `address`, from the cache or decoded from disk; `access` says
+    /// whether a lookup or a scan reads it (`FrameCache`: scans do not evict lookups' pages).
+    func node(at address: FrameAddress, for access: FrameCache<Node>.Access = .lookup) throws -> Node {
+        if let cached = cache.entry(at: address.offset, for: access) { return cached }
         let payload = try readPayload(at: address, expecting: .page)
         let node = try PageCodec.decode(payload, address: address, limits: limits, context: context(address.offset, "page"))
-        cache.insert(node, at: address.offset, cost: Self.cost(of: node))
+        cache.insert(node, at: address.offset, cost: Self.cost(of: node), for: access)
         return node
     }
 
     /// The node `ref` points at, loading it from disk when it is not in memory.
     @inline(__always)
-    func resolve(_ ref: NodeRef) throws -> Node {
+    func resolve(_ ref: NodeRef, for access: FrameCache<Node>.Access = .lookup) throws -> Node {
         switch ref {
         case .leaf(let leaf): return .leaf(leaf)
         case .branch(let branch): return .branch(branch)
-        case .stored(let address): return try node(at: address)
+        case .stored(let address): return try node(at: address, for: access)
         }
     }
 

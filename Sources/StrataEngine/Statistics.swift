@@ -148,7 +148,7 @@ enum TreeWalker {
     static func visit(_ ref: NodeRef?, store: PageStore, depth: Int = 1,
                       _ body: (_ node: Node, _ address: FrameAddress?, _ depth: Int) throws -> Void) throws {
         guard let ref else { return }
-        let node = try store.resolve(ref)
+        let node = try store.resolve(ref, for: .scan)
         try body(node, ref.address, depth)
         if case .branch(let branch) = node {
             for child in branch.childReferences { try visit(child, store: store, depth: depth + 1, body) }
@@ -247,7 +247,7 @@ extension Database {
         func walk(_ root: FrameAddress?, tree: String, live: Bool) throws {
             guard let root, seen.insert(root.offset).inserted else { return }
             if !live { dead[tree, default: 0] += UInt64(root.length) }
-            switch try store.node(at: root) {
+            switch try store.node(at: root, for: .scan) {
             case .leaf(let leaf):
                 TreeWalker.overflowValues(of: leaf) { address, _ in
                     if seen.insert(address.offset).inserted, !live { dead[tree, default: 0] += UInt64(address.length) }

@@ -121,7 +121,7 @@ struct TreeChecker {
         guard let ref else { return }
         let node: Node
         do {
-            node = try store.resolve(ref)
+            node = try store.resolve(ref, for: .scan)
         } catch {
             fail(ref, "page does not load: \(error)")
             return

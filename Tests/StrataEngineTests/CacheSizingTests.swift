@@ -93,4 +93,55 @@ struct CacheSizingTests {
         for i in 0 ..< 20_000 { _ = try snapshot.get(Key(i).bytes, in: "small") }
         #expect(try db.statistics().cacheMisses == missesBefore)
     }
+    /// A file with a small tree "hot" (200 keys) and a large one "big" (20,000 keys, about
+    /// a megabyte of leaves), closed, so that a new handle reads every page through its cache.
+    func fileWithHotAndBigTrees(in fs: SimulatedFileSystem) throws {
+        let db = try Database(path: "/s.strata", options: smallOptions(pageSize: 4096), fileSystem: fs)
+        try db.write { tx in
+            try tx.createTree("hot", ifNotExists: true)
+            try tx.createTree("big", ifNotExists: true)
+            for i in 0 ..< 200 { try tx.put([UInt8](repeating: 1, count: 40), forKey: Key(i).bytes, in: "hot") }
+            for i in 0 ..< 20_000 { try tx.put([UInt8](repeating: 2, count: 40), forKey: Key(i).bytes, in: "big") }
+        }
+        try db.close()
+    }
+
+    func readHotKeys(_ snapshot: Snapshot) throws {
+        for i in 0 ..< 200 { #expect(try snapshot.get(Key(i).bytes, in: "hot")?.first == 1) }
+    }
+
+    func scanAll(_ tree: String, _ snapshot: Snapshot) throws -> Int {
+        var count = 0
+        try snapshot.scan(tree) { _, _ in count += 1; return true }
+        return count
+    }
+
+    @Test("a scan of a tree four times the cache leaves the pages lookups use in it")
+    func scansDoNotEvictLookedUpPages() throws {
+        let fs = SimulatedFileSystem()
+        try fileWithHotAndBigTrees(in: fs)
+        var options = smallOptions(pageSize: 4096)
+        options.cacheSize = 256 << 10
+        let db = try Database(path: "/s.strata", options: options, fileSystem: fs)
+        let snapshot = try db.snapshot()
+        try readHotKeys(snapshot)
+        let missesBeforeScan = try db.statistics().cacheMisses
+        #expect(try scanAll("big", snapshot) == 20_000)
+        #expect(try db.statistics().cacheMisses > missesBeforeScan + 100)   // the scan read through the cache
+        let missesAfterScan = try db.statistics().cacheMisses
+        try readHotKeys(snapshot)
+        #expect(try db.statistics().cacheMisses == missesAfterScan)
+    }
+
+    @Test("a tree that fits the cache is read from the file by its first scan only")
+    func aScannedTreeThatFitsStaysCached() throws {
+        let fs = SimulatedFileSystem()
+        try fileWithHotAndBigTrees(in: fs)
+        let db = try Database(path: "/s.strata", options: smallOptions(pageSize: 4096), fileSystem: fs)
+        let snapshot = try db.snapshot()
+        #expect(try scanAll("big", snapshot) == 20_000)
+        let bytesRead = snapshot.store.bytesRead
+        #expect(try scanAll("big", snapshot) == 20_000)
+        #expect(snapshot.store.bytesRead == bytesRead)
+    }
 }
