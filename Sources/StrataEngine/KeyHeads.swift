@@ -244,8 +244,14 @@ extension KeyHeads {
         /// after above): the index of `key` or of the first larger key, and whether it matched.
         /// `compareKey(i)` compares key `i` with `key` (memcmp order) and is called only where
         /// heads tie.
+        ///
+        /// `narrowed(low, high)` is called once, when the keys left to search are those from
+        /// `low` to `high` and at most `Self.narrowWidth` apart (high may be `count`): a leaf
+        /// starts loading those entries' bytes then, so that the entry the search ends on has
+        /// arrived when it is read.
         @inline(__always)
-        func search(in range: Range<Int>, for key: UnsafeRawBufferPointer, compareKey: (Int) -> Int) -> (index: Int, found: Bool) {
+        func search(in range: Range<Int>, for key: UnsafeRawBufferPointer, narrowed: (Int, Int) -> Void = { _, _ in },
+                    compareKey: (Int) -> Int) -> (index: Int, found: Bool) {
             // A key without the prefix sorts before or after every key of the node.
             let target: UInt64
             switch self.target(of: key) {
@@ -254,10 +260,14 @@ extension KeyHeads {
             case .within(let head): target = head
             }
             let (heads, wholeLength) = (headsBuffer, wholeLength)
-            return Self.bisect(low: range.lowerBound, high: range.upperBound) {
+            return Self.bisect(low: range.lowerBound, high: range.upperBound, narrowed: narrowed) {
                 Self.compare(heads[$0], target, key, $0, wholeLength: wholeLength, compareKey)
             }
         }
+
+        /// How few keys are left when a search calls `narrowed`: their entries span a few
+        /// cache lines of a leaf.
+        static let narrowWidth = 6
 
         /// For a cursor on key `start`: the index of `key`, or of the first larger key, when
         /// `key` sorts between key `start` and the last key (both included); nil otherwise.
@@ -305,9 +315,15 @@ extension KeyHeads {
         /// The binary search both searches end with: `order(i)` tells how key `i` compares with
         /// the one sought; keys before `low` sort below it, keys from `high` on above.
         @inline(__always)
-        private static func bisect(low: Int, high: Int, _ order: (Int) -> Int) -> (index: Int, found: Bool) {
+        private static func bisect(low: Int, high: Int, narrowed: (Int, Int) -> Void = { _, _ in },
+                                   _ order: (Int) -> Int) -> (index: Int, found: Bool) {
             var low = low, high = high
+            var told = false
             while low < high {
+                if !told, high &- low <= narrowWidth {
+                    told = true
+                    narrowed(low, high)
+                }
                 let mid = (low + high) / 2
                 let c = order(mid)
                 if c == 0 { return (mid, true) }

@@ -249,7 +249,10 @@ final class LeafNode: @unchecked Sendable {
     /// Binary search: the index of `key`, or of the first larger key, and whether it matched.
     func search(_ key: UnsafeRawBufferPointer) -> (index: Int, found: Bool) {
         let probe = heads.probe
-        return probe.search(in: 0 ..< probe.count, for: key) { compareKey(at: $0, with: key) }
+        let count = probe.count
+        return probe.search(in: 0 ..< count, for: key, narrowed: { prefetchEntries($0, $1, count: count) }) {
+            compareKey(at: $0, with: key)
+        }
     }
 
     /// Starts loading what a search of this leaf reads, its heads and entry starts, all at
@@ -259,6 +262,19 @@ final class LeafNode: @unchecked Sendable {
         let probe = heads.probe
         probe.prefetch()
         prefetchLines(from: startsBase, count: probe.count &* 4)
+    }
+
+    /// Starts loading the bytes of entries `low` through `high` (`high` may be `count`), the
+    /// few a search has narrowed to: the entry it ends on is then read from a line already
+    /// on its way. (A search compares heads and reads no entry, so without this the entry's
+    /// line was a miss of its own after the search, about a quarter of a W1 get at 1M; perf.)
+    /// The entry starts were prefetched with the heads (`prefetchForSearch`).
+    @inline(__always)
+    private func prefetchEntries(_ low: Int, _ high: Int, count: Int) {
+        guard let starts = startsBase, low < count else { return }
+        let first = Int(starts.load(fromByteOffset: low &* 4, as: UInt32.self))
+        let end = high < count ? Int(starts.load(fromByteOffset: high &* 4, as: UInt32.self)) &+ 16 : bytes.count
+        prefetchLines(from: bytes.baseAddress.map { $0 + first }, count: min(end, bytes.count) &- first)
     }
 
     /// The heads of the keys `storage` holds, after the prefix they share: when an inserted
