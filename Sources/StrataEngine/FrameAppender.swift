@@ -58,11 +58,12 @@ struct NodeWriter {
     }
 
     mutating func write(_ ref: NodeRef) throws -> Written {
+        // A page not in memory, or a node kept in memory as written: referred to, not rewritten.
+        if let address = ref.address { return Written(address: address, kept: ref) }
         switch ref {
-        case .stored(let address):
-            return Written(address: address, kept: ref)
+        case .stored:
+            preconditionFailure("a stored node has an address")
         case .leaf(let leaf):
-            if let address = leaf.storedAt { return Written(address: address, kept: ref) }
             // The closure appends through `self`: copying the appender would copy its
             // pending buffer (megabytes) on the first append, once per page.
             let payload = try PageCodec.encodeLeaf(leaf, limits: store.limits) { value in
@@ -79,7 +80,6 @@ struct NodeWriter {
             store.cache.insert(.leaf(written), at: address.offset, cost: PageStore.cost(of: .leaf(written)))
             return Written(address: address, kept: .stored(address))
         case .branch(let branch):
-            if let address = branch.storedAt { return Written(address: address, kept: ref) }
             let children = try branch.childReferences.map { try write($0) }
             let payload = PageCodec.encodeBranch(keys: branch.keys, children: children.map(\.address))
             let address = try appender.append(.page, payload: payload)

@@ -46,9 +46,12 @@ final class FrameCache<Cached: Sendable>: Sendable {
     private let state = Mutex(State())
 
     init(budget: Int, sharingWith kept: KeptLeaves? = nil) {
-        self.budget = max(budget, 64 * 1024)
+        self.budget = Self.budget(for: budget)
         self.kept = kept
     }
+
+    /// The budget a cache asked for `requested` bytes has: at least 64 KiB.
+    static func budget(for requested: Int) -> Int { max(requested, 64 * 1024) }
 
     /// The most this cache holds now: its budget less what the kept leaves take.
     private var room: Int { budget - (kept?.current ?? 0) }

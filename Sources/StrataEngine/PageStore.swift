@@ -23,7 +23,7 @@ final class PageStore: Sendable {
         self.file = file
         self.header = header
         self.limits = NodeLimits(pageSize: Int(header.pageSize))
-        let keptLeaves = KeptLeaves(cacheBudget: max(cacheBudget, 64 * 1024))
+        let keptLeaves = KeptLeaves(cacheBudget: FrameCache<Node>.budget(for: cacheBudget))
         self.keptLeaves = keptLeaves
         self.cache = FrameCache<Node>(budget: cacheBudget, sharingWith: keptLeaves)
         self.values = FrameCache<[UInt8]>(budget: cacheBudget / 4)
