@@ -163,6 +163,8 @@ do {
     case "commit":
         var options = Database.Options()
         options.checkpointLogBytes = 48 * 1024
+        // `commit <path> background`: every automatic checkpoint runs beside the commits.
+        if arguments.count > 3, arguments[3] == "background" { options.backgroundCheckpoints = .always }
         let db = try Database(path: path, options: options)
         try db.write { tx in try tx.createTree("numbers", ifNotExists: true) }
         var n = try lastCommitted(db)

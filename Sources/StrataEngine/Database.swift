@@ -95,6 +95,10 @@ public final class Database: Sendable {
         /// After a commit, checkpoint when the log since the last checkpoint exceeds this
         /// many bytes. Bounds memory and the work of the next open.
         public var checkpointLogBytes: UInt64 = 64 << 20
+        /// Whether automatic checkpoints write their pages on a thread of their own while
+        /// commits go on (`BackgroundCheckpoints`): by default when the commits are sparse
+        /// enough that the writer would otherwise stall for nothing.
+        public var backgroundCheckpoints: BackgroundCheckpoints = .whenCommitsAreSparse
         /// When the file is compacted without a call to `compact()`: by default, once it has
         /// grown to twice its compacted size and 64 MiB (`AutoCompaction`). nil: never.
         public var autoCompaction: AutoCompaction? = AutoCompaction()
@@ -129,8 +133,8 @@ public final class Database: Sendable {
     /// The options the database was opened with.
     public let options: Options
     let fileSystem: any FileSystem
-    private let gate = WriteGate()
-    private let writer: WriterState
+    let gate = WriteGate()
+    let writer: WriterState
     private let published: Mutex<Snapshot?>
     /// Durable commits from concurrent threads share syncs (`GroupCommit`).
     let group: GroupCommit
@@ -149,6 +153,8 @@ public final class Database: Sendable {
     let compactions = Mutex<Void>(())
     /// The compaction `Options.autoCompaction` runs on a thread of its own.
     let background = BackgroundCompaction()
+    /// The checkpoint `Options.backgroundCheckpoints` runs on a thread of its own.
+    let checkpointPass = BackgroundCheckpointState()
     let openReport: OpenReport
 
     /// Opens (creating when missing, unless read-only) the database at `path`.
@@ -446,12 +452,12 @@ public final class Database: Sendable {
 
     /// Takes the writer's gate, or throws `nestedTransaction` when this thread holds it:
     /// waiting would deadlock.
-    private func enterGate() throws {
+    func enterGate() throws {
         guard gate.enter() else { throw StrataError.nestedTransaction(path: path) }
     }
 
     /// Called with the gate held.
-    private func checkWritable() throws {
+    func checkWritable() throws {
         if isClosed() { throw StrataError.closed(path: path) }
         absorbSyncFailure()
         if let poison = writer.poison { throw poison }
@@ -531,6 +537,9 @@ public final class Database: Sendable {
         writer.end = frameEnd
         writer.sequence = sequence
         writer.logBytes += UInt64(frame.count)
+        if writer.nearlyDueAt == nil, writer.logBytes >= options.checkpointLogBytes - options.checkpointLogBytes / 16 {
+            writer.nearlyDueAt = .now
+        }
         writer.latest = Snapshot(store: writer.store, trees: trees, sequence: sequence)
         if grouped {
             group.wrote(sequence: sequence, end: frameEnd, snapshot: writer.latest)
@@ -538,14 +547,17 @@ public final class Database: Sendable {
             if durable { group.syncedAlone(sequence: sequence, end: frameEnd) }
             publish(writer.latest)
         }
-        if writer.logBytes >= options.checkpointLogBytes {
+        // A checkpoint is due; while a background one runs it covers the log, until the log
+        // reaches twice the limit (`checkpointDueHoldingGate`).
+        let limit = options.checkpointLogBytes
+        if writer.logBytes >= limit, writer.logBytes >= 2 * limit || !checkpointPass.isRunning {
             // The checkpoint starts from a durable state: this commit's sync, whose failure
             // fails the commit.
             if grouped { try settleHoldingGate() }
             // The commit is durable already, so it still succeeds; the failed checkpoint
             // poisons the handle, the next write reports it, and the log says so now.
             do {
-                try checkpointHoldingGate()
+                try checkpointDueHoldingGate()
             } catch {
                 writer.failedCheckpoints += 1
                 options.logger.error("automatic checkpoint failed; the commit is durable, but this handle refuses further writes until reopened",
@@ -558,7 +570,7 @@ public final class Database: Sendable {
     /// The offset known synced, recorded in the frames a format 3 file's writer appends
     /// (`FrameHeader.pendingBefore`); nil for older files, whose writer syncs each commit
     /// before the next. Called with the gate held.
-    private func durableHorizon() -> UInt64? {
+    func durableHorizon() -> UInt64? {
         writer.store.header.groupsCommits ? group.currentDurableEnd : nil
     }
 
@@ -608,12 +620,20 @@ public final class Database: Sendable {
         try enterGate()
         defer { gate.leave() }
         try checkWritable()
+        checkpointPass.cancel()
         try checkpointHoldingGate()
     }
 
-    /// - Parameter closing: the handle is closing: no background compaction is started (it
-    ///   would only be stopped at once).
-    private func checkpointHoldingGate(closing: Bool = false) throws {
+    /// - Parameters:
+    ///   - closing: The handle is closing: no background compaction is started (it would
+    ///     only be stopped at once).
+    ///   - known: Nodes a background pass wrote already (`CheckpointPass`): referred to,
+    ///     not written again.
+    ///   - startedAt: When the checkpoint's work began (its pass's, for one in the
+    ///     background): the policy of `BackgroundCheckpoints.whenCommitsAreSparse`
+    ///     measures how long checkpoints take.
+    func checkpointHoldingGate(closing: Bool = false, known: [ObjectIdentifier: NodeWriter.Written] = [:],
+                               startedAt: ContinuousClock.Instant = .now) throws {
         try settleHoldingGate()
         let current = writer.latest
         guard writer.logBytes > 0 || writer.checkpoint == nil && !current.trees.isEmpty else { return }
@@ -621,6 +641,7 @@ public final class Database: Sendable {
         let start = writer.end
         var nodes = NodeWriter(store: store, appender: FrameAppender(file: store.file, salt: store.salt, position: start,
                                                                      durableUpTo: durableHorizon()))
+        nodes.known = known
         var record = CheckpointRecord(sequence: current.sequence, timeMilliseconds: Self.now(), previous: writer.checkpoint, trees: [])
         var trees: [String: TreeState] = [:]
         try writer.guarded(rollingBackTo: start) {
@@ -648,6 +669,8 @@ public final class Database: Sendable {
         writer.allocatedEnd = max(writer.allocatedEnd, writer.end)
         writer.checkpointSequence = record.sequence
         writer.logBytes = 0
+        writer.nearlyDueAt = nil
+        writer.lastCheckpointDuration = .now - startedAt
         writer.latest = Snapshot(store: store, trees: trees, sequence: current.sequence)
         group.settled(sequence: current.sequence, end: writer.end)
         publish(writer.latest)
@@ -669,11 +692,15 @@ public final class Database: Sendable {
             return
         }
         // After the gate is left: a background compaction sees the handle closed, stops and
-        // removes its unfinished file.
-        defer { background.wait() }
+        // removes its unfinished file; a background checkpoint stops at its next batch.
+        defer {
+            background.wait()
+            checkpointPass.wait()
+        }
         try enterGate()
         defer { gate.leave() }
         guard published.withLock({ $0 != nil }) else { return }
+        checkpointPass.cancel()
         defer {
             published.withLock { $0 = nil }
             writer.store.file.unlock()
@@ -792,6 +819,12 @@ final class WriterState: @unchecked Sendable {
     /// the background after opening; until then, the end at opening): what
     /// `Options.autoCompaction` measures growth against.
     var compactedSize: UInt64
+    /// How long the handle's last checkpoint took, from the start of its work to its slot
+    /// (`BackgroundCheckpoints.whenCommitsAreSparse`); nil before the first.
+    var lastCheckpointDuration: Duration?
+    /// When the log since the last checkpoint reached fifteen sixteenths of
+    /// `Options.checkpointLogBytes`: the pace of the commits as the checkpoint falls due.
+    var nearlyDueAt: ContinuousClock.Instant?
     let logger: Logger
 
     init(_ state: RecoveredState, logger: Logger) {

@@ -159,6 +159,17 @@ enum Frame {
     /// more lenient, never wrong.
     static func encode(_ type: FrameType, payload: UnsafeRawBufferPointer, offset: UInt64, salt: UInt64, compress: Bool,
                        durableUpTo: UInt64? = nil) -> [UInt8] {
+        var bytes = unsealed(type, payload: payload, compress: compress)
+        bytes.withUnsafeMutableBytes { seal($0, at: offset, salt: salt, durableUpTo: durableUpTo) }
+        return bytes
+    }
+
+    /// A frame's bytes before it has a place in the file: the header and the payload
+    /// (compressed when `compress` is set and that saves at least 1/8), with the checksum
+    /// and `pendingBefore` left for `seal`, which needs the offset. The costly part of
+    /// encoding a frame, done here, needs no offset: a checkpoint written beside the writer
+    /// compresses its pages first and places them later (`CheckpointPass`).
+    static func unsealed(_ type: FrameType, payload: UnsafeRawBufferPointer, compress: Bool) -> [UInt8] {
         let compressed = compress ? LZ4.compressIfSmaller(payload) : nil
         var writer = ByteWriter(capacity: FrameHeader.size + (compressed?.count ?? payload.count))
         writer.u64(0)
@@ -168,12 +179,18 @@ enum Frame {
         writer.u8(compressed == nil ? 0 : FrameHeader.compressedFlag)
         writer.u32(UInt32(compressed?.count ?? payload.count))
         writer.u32(UInt32(payload.count))
-        writer.u32(UInt32(clamping: durableUpTo.map { offset - min(offset, $0) } ?? 0))
+        writer.u32(0)
         if let compressed { writer.raw(compressed) } else { writer.raw(payload) }
-        var bytes = writer.bytes
-        let checksum = bytes.withUnsafeBytes { XXH64.hash(UnsafeRawBufferPointer(rebasing: $0[8...]), seed: seed(salt: salt, offset: offset)) }
-        withUnsafeBytes(of: checksum.littleEndian) { bytes.replaceSubrange(0 ..< 8, with: $0) }
-        return bytes
+        return writer.bytes
+    }
+
+    /// Completes an `unsealed` frame for its place at `offset`: records how much before it
+    /// was not yet synced (`durableUpTo`, as in `encode`) and its checksum.
+    static func seal(_ frame: UnsafeMutableRawBufferPointer, at offset: UInt64, salt: UInt64, durableUpTo: UInt64?) {
+        let pendingBefore = UInt32(clamping: durableUpTo.map { offset - min(offset, $0) } ?? 0)
+        frame.storeBytes(of: pendingBefore.littleEndian, toByteOffset: 20, as: UInt32.self)
+        let checksum = XXH64.hash(UnsafeRawBufferPointer(rebasing: frame[8...]), seed: seed(salt: salt, offset: offset))
+        frame.storeBytes(of: checksum.littleEndian, toByteOffset: 0, as: UInt64.self)
     }
 
     static func encode(_ type: FrameType, payload: [UInt8], offset: UInt64, salt: UInt64, compress: Bool, durableUpTo: UInt64? = nil) -> [UInt8] {

@@ -57,9 +57,16 @@ struct NodeWriter {
         let kept: NodeRef
     }
 
+    /// Nodes a checkpoint pass wrote beside the writer (`CheckpointPass`), by identity:
+    /// referred to by the addresses it gave them, not written again. A node is never
+    /// changed once a snapshot can see it, and the pass's snapshot keeps every node here
+    /// alive, so an identity found here is the node the pass wrote.
+    var known: [ObjectIdentifier: Written] = [:]
+
     mutating func write(_ ref: NodeRef) throws -> Written {
         // A page not in memory, or a node kept in memory as written: referred to, not rewritten.
         if let address = ref.address { return Written(address: address, kept: ref) }
+        if !known.isEmpty, let identity = ref.identity, let written = known[identity] { return written }
         switch ref {
         case .stored:
             preconditionFailure("a stored node has an address")
@@ -73,18 +80,29 @@ struct NodeWriter {
                 return address
             }
             let address = try appender.append(.page, payload: payload)
-            let written = payload.count == leaf.storage.count
-                ? leaf
-                : try PageCodec.decodeLeaf(payload, address: address, limits: store.limits, context: store.context(address.offset, "page"))
-            if let kept = written.kept(at: address, in: store.keptLeaves) { return Written(address: address, kept: .leaf(kept)) }
-            store.cache.insert(.leaf(written), at: address.offset, cost: PageStore.cost(of: .leaf(written)))
-            return Written(address: address, kept: .stored(address))
+            return try Self.written(leaf, payload: payload, at: address, store: store)
         case .branch(let branch):
             let children = try branch.childReferences.map { try write($0) }
-            let payload = PageCodec.encodeBranch(keys: branch.keys, children: children.map(\.address))
-            let address = try appender.append(.page, payload: payload)
-            let written = BranchNode(owner: 0, keys: branch.keys, children: children.map(\.kept), storedAt: address)
-            return Written(address: address, kept: .branch(written))
+            let address = try appender.append(.page, payload: PageCodec.encodeBranch(keys: branch.keys, children: children.map(\.address)))
+            return Self.written(branch, children: children, at: address)
         }
+    }
+
+    /// What the tree keeps of `leaf`, written at `address` as `payload`: the leaf itself,
+    /// kept in memory while the kept leaves' share lasts, else its address, with the page
+    /// in the cache.
+    static func written(_ leaf: LeafNode, payload: [UInt8], at address: FrameAddress, store: PageStore) throws -> Written {
+        let written = payload.count == leaf.storage.count
+            ? leaf
+            : try PageCodec.decodeLeaf(payload, address: address, limits: store.limits, context: store.context(address.offset, "page"))
+        if let kept = written.kept(at: address, in: store.keptLeaves) { return Written(address: address, kept: .leaf(kept)) }
+        store.cache.insert(.leaf(written), at: address.offset, cost: PageStore.cost(of: .leaf(written)))
+        return Written(address: address, kept: .stored(address))
+    }
+
+    /// What the tree keeps of `branch`, written at `address` over `children`: a branch
+    /// kept in memory, pointing at what it keeps of them.
+    static func written(_ branch: BranchNode, children: [Written], at address: FrameAddress) -> Written {
+        Written(address: address, kept: .branch(BranchNode(owner: 0, keys: branch.keys, children: children.map(\.kept), storedAt: address)))
     }
 }

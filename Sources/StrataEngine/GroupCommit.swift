@@ -109,6 +109,30 @@ final class GroupCommit: @unchecked Sendable {
         }
     }
 
+    /// Syncs `file` for a writer of pages beside the commits (a background checkpoint's
+    /// pass, without the gate), taking its turn with the commits' syncs. Its failure is
+    /// theirs: the kernel may have dropped their pages with its own, so every commit not
+    /// yet durable fails and the next holder of the gate poisons the handle.
+    ///
+    /// - Throws: The sync's error, or that of a commit sync that failed before.
+    func syncBesideCommits(_ file: any StorageFile) throws {
+        condition.lock()
+        defer { condition.unlock() }
+        while syncing, failure == nil { condition.wait() }
+        if let failure { throw failure.error }
+        syncing = true
+        condition.unlock()
+        let result = Result { try file.sync() }
+        condition.lock()
+        syncing = false
+        if case .failure(let error) = result {
+            let cause = (error as? StrataError) ?? .io(operation: "sync", path: file.path, errno: EIO)
+            failure = Failure(error: cause, durableEnd: durableEnd)
+        }
+        condition.broadcast()
+        if let failure { throw failure.error }
+    }
+
     /// Syncs what is written and not yet durable (with the gate held, so nothing more is
     /// written meanwhile): a checkpoint, compaction or close then starts from a durable,
     /// published state.

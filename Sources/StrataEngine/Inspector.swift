@@ -27,6 +27,12 @@ public final class Inspector: Sendable {
         store = try database.snapshot().store
     }
 
+    /// Inspects the file of a handle already open (tests use it on a simulated file system).
+    init(_ database: Database) throws {
+        self.database = database
+        store = try database.snapshot().store
+    }
+
     // MARK: Info
 
     /// One of the header's two checkpoint slots.

@@ -65,6 +65,17 @@ public struct Statistics: Sendable, Equatable {
     /// The longest time any background compaction of this handle held writers back at once
     /// (`CompactionResult.writerPause`); zero before the first.
     public var longestBackgroundWriterPause: Duration = .zero
+    /// Automatic checkpoints this handle wrote in the background
+    /// (`Options.backgroundCheckpoints`).
+    public var backgroundCheckpoints: UInt64 = 0
+    /// Background checkpoint passes that stopped before their checkpoint: one holding the
+    /// writer came first (an explicit `checkpoint()`, `close()`, or a log twice the limit),
+    /// a compaction replaced the file, or a write failed. Their pages are dead bytes.
+    public var abandonedBackgroundCheckpoints: UInt64 = 0
+    /// The longest a background checkpoint held the writer, for its final step: the nodes
+    /// commits changed during its pass, the syncs, the checkpoint frame and slot. Zero
+    /// before the first.
+    public var longestBackgroundCheckpointPause: Duration = .zero
     /// Every tree, with its entry count.
     public var trees: [Tree]
 }
@@ -175,6 +186,7 @@ extension Database {
         let writer = writerCounters()
         let cache = snapshot.store.cache.counters, values = snapshot.store.values.counters
         let compacted = background.counters
+        let checkpointed = checkpointPass.counters
         let synced = groupCommitCounters
         return Statistics(
             path: path, fileSize: try snapshot.store.file.size(), pageSize: snapshot.store.limits.pageSize,
@@ -188,6 +200,8 @@ extension Database {
             isPoisoned: writer.poisoned, durableCommits: synced.commits, commitSyncs: synced.syncs,
             backgroundCompactions: compacted.completed, failedBackgroundCompactions: compacted.failed,
             lastBackgroundCompaction: compacted.last, longestBackgroundWriterPause: compacted.longestPause,
+            backgroundCheckpoints: checkpointed.completed, abandonedBackgroundCheckpoints: checkpointed.abandoned,
+            longestBackgroundCheckpointPause: checkpointed.longestPause,
             trees: snapshot.treeNames.map { Statistics.Tree(name: $0, entryCount: Int(snapshot.trees[$0]!.entryCount)) })
     }
 

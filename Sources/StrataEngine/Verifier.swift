@@ -97,6 +97,15 @@ extension NodeRef {
         case .leaf(let leaf): leaf.storedAt
         }
     }
+
+    /// The in-memory node's identity; nil for a page not in memory.
+    var identity: ObjectIdentifier? {
+        switch self {
+        case .stored: nil
+        case .branch(let branch): ObjectIdentifier(branch)
+        case .leaf(let leaf): ObjectIdentifier(leaf)
+        }
+    }
 }
 
 /// Walks one tree checking the B-tree invariants.

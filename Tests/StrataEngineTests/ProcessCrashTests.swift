@@ -54,8 +54,12 @@ struct ProcessCrashTests {
         return (String(decoding: data, as: UTF8.self), process.terminationStatus)
     }
 
-    @Test("every acknowledged commit survives kill -9, and no partial commit is ever visible")
-    func killDuringCommits() throws {
+    /// How the committing child checkpoints: as the default policy chooses, or every
+    /// automatic checkpoint in the background (`Database.BackgroundCheckpoints.always`).
+    static let checkpointModes = ["default", "background"]
+
+    @Test("every acknowledged commit survives kill -9, and no partial commit is ever visible", arguments: checkpointModes)
+    func killDuringCommits(checkpoints: String) throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let path = directory.file()
@@ -63,7 +67,7 @@ struct ProcessCrashTests {
         var acknowledgedTotal = 0
         var previous = 0
         for cycle in 0 ..< TestScale.crashCycles {
-            let (process, pipe) = try Self.start(["commit", path])
+            let (process, pipe) = try Self.start(["commit", path, checkpoints])
             usleep(UInt32.random(in: 20_000 ... 150_000, using: &rng))
             kill(process.processIdentifier, SIGKILL)
             let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -79,18 +83,19 @@ struct ProcessCrashTests {
             acknowledgedTotal += acknowledged - previous
             previous = present
         }
-        reportFigure("kill -9: \(TestScale.crashCycles) cycles, \(acknowledgedTotal) acknowledged commits, every one present after reopen")
+        reportFigure("kill -9 (\(checkpoints) checkpoints): \(TestScale.crashCycles) cycles, \(acknowledgedTotal) acknowledged commits, every one present after reopen")
         #expect(acknowledgedTotal > TestScale.crashCycles, "the children should commit between kills")
     }
 
-    @Test("a reader in another process that refreshes while a process commits sees only whole commits, through checkpoints")
-    func readerFollowingACommittingProcess() throws {
+    @Test("a reader in another process that refreshes while a process commits sees only whole commits, through checkpoints",
+          arguments: checkpointModes)
+    func readerFollowingACommittingProcess(checkpoints: String) throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let path = directory.file()
         try Database(path: path).write { tx in try tx.createTree("numbers") }
         let follower = try Self.startFollower(path)
-        let (committer, committerOutput) = try Self.start(["commit", path])
+        let (committer, committerOutput) = try Self.start(["commit", path, checkpoints])
         // Let the committer acknowledge enough commits to checkpoint several times (it
         // checkpoints every 48 KiB of log), then kill it mid-commit.
         let target = TestScale.value("STRATA_FOLLOW_COMMITS", ci: 1500, stress: 20000)
@@ -112,7 +117,7 @@ struct ProcessCrashTests {
         #expect(states > 1, "the reader should see the file move: \(followed)")
         let numbers = Int(followed.components(separatedBy: "numbers ").last?.prefix { $0.isNumber } ?? "") ?? 0
         #expect(numbers >= acknowledged, "the last refresh shows every acknowledged commit: \(followed)")
-        reportFigure("following reader: \(acknowledged) commits by another process, \(followed), each state checked whole")
+        reportFigure("following reader (\(checkpoints) checkpoints): \(acknowledged) commits by another process, \(followed), each state checked whole")
     }
 
     @Test("a second process cannot open the file for writing while one holds it")

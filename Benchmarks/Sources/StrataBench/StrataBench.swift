@@ -4,6 +4,7 @@
 //   swift run -c release strata-bench --records 100000 --engines strata,sqlite --json out.json
 import ArgumentParser
 import Foundation
+import StrataEngine
 
 @main
 struct StrataBench: ParsableCommand {
@@ -61,6 +62,9 @@ struct StrataBench: ParsableCommand {
     @Option(help: "Strata's engine with this Options.checkpointLogBytes (default 64 MiB), to weigh recovery time against bytes written.")
     var checkpointLogBytes: UInt64?
 
+    @Option(help: "Strata's engine with this Options.backgroundCheckpoints (never, sparse, always; default sparse), to weigh checkpoints written beside the writer.")
+    var backgroundCheckpoints: String?
+
     @Flag(help: "Skip measuring the machine's limits.")
     var noLimits = false
 
@@ -85,6 +89,9 @@ struct StrataBench: ParsableCommand {
     @Option(help: .hidden)
     var timeOpen: String?
 
+    static let checkpointPolicies: [String: Database.BackgroundCheckpoints] = [
+        "never": .never, "sparse": .whenCommitsAreSparse, "always": .always]
+
     func validate() throws {
         let sizes = self.sizes
         guard !sizes.isEmpty, sizes.count == list(records).count, sizes.allSatisfy({ $0 >= 100 }) else {
@@ -92,6 +99,9 @@ struct StrataBench: ParsableCommand {
         }
         for name in list(engines) where EngineKind(rawValue: name) == nil {
             throw ValidationError("unknown engine '\(name)'; known: \(EngineKind.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        if let backgroundCheckpoints, Self.checkpointPolicies[backgroundCheckpoints] == nil {
+            throw ValidationError("unknown --background-checkpoints '\(backgroundCheckpoints)'; known: never, sparse, always")
         }
         for workload in list(workloads) where !["W1", "W2", "W3", "W4", "live"].contains(workload) {
             throw ValidationError("unknown workload '\(workload)'; known: W1, W2, W3, W4, live")
@@ -102,6 +112,7 @@ struct StrataBench: ParsableCommand {
         // The observing process of the live ops' cross-process latency.
         if let follow { return try Live.follow(follow, ticks: followTicks, postgresURL: postgres) }
         if let checkpointLogBytes { StrataKV.checkpointLogBytes = checkpointLogBytes }
+        if let backgroundCheckpoints { StrataKV.backgroundCheckpoints = Self.checkpointPolicies[backgroundCheckpoints] }
         // The loader open.after-crash kills.
         if let crashLoad { return try CrashLoad.load(crashLoad, records: crashRecords) }
         if let timeOpen { return try StrataKV.timeReadOnlyOpen(timeOpen) }

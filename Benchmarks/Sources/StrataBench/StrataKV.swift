@@ -12,12 +12,17 @@ final class StrataKV: KeyValueStore {
         var options = Database.Options(durability: .full)
         options.autoCompaction = autoCompaction
         if let checkpointLogBytes { options.checkpointLogBytes = checkpointLogBytes }
+        if let backgroundCheckpoints { options.backgroundCheckpoints = backgroundCheckpoints }
         return options
     }
 
     /// `--checkpoint-log-bytes`: nil keeps the engine's default. Set once, before any engine
     /// opens (and passed to the loader open.after-crash kills).
     nonisolated(unsafe) static var checkpointLogBytes: UInt64?
+
+    /// `--background-checkpoints`: nil keeps the engine's default. Set once, before any
+    /// engine opens.
+    nonisolated(unsafe) static var backgroundCheckpoints: Database.BackgroundCheckpoints?
 
     /// The background compaction policy (`--no-auto-compaction`: none). Set once, before
     /// any engine opens.

@@ -1,0 +1,217 @@
+import Foundation
+import Synchronization
+
+extension Database {
+    /// Whether an automatic checkpoint (`Options.checkpointLogBytes`) writes its pages on a
+    /// thread of its own while commits go on, or with the writer held.
+    ///
+    /// A checkpoint written with the writer held stops every commit while it encodes,
+    /// compresses and writes each page changed since the last one: tens of milliseconds at
+    /// a million records, a stall in an app's steady trickle of commits. In the background,
+    /// a pass writes a snapshot's pages beside the writer (`CheckpointPass`); then the
+    /// checkpoint proper holds the writer only to write the few nodes commits changed
+    /// meanwhile, sync, and write the checkpoint frame and slot. The file format is the
+    /// same either way.
+    ///
+    /// Nodes that commits change during the pass are written twice, so a writer that
+    /// changes much of the tree while the pass runs (a bulk load) is better served by a
+    /// checkpoint that holds it: the default chooses by the pace of the commits.
+    ///
+    /// ```swift
+    /// var options = Database.Options()
+    /// options.backgroundCheckpoints = .never   // every checkpoint holds the writer
+    /// ```
+    public enum BackgroundCheckpoints: Sendable, Equatable {
+        /// Every checkpoint holds the writer while it writes.
+        case never
+        /// In the background when the commits are sparse: when the last sixteenth of the
+        /// log took longer to write than the handle's last checkpoint took, so the commits
+        /// made during the pass change few of the nodes it writes (at most about a
+        /// sixteenth). The handle's first checkpoint holds the writer, and measures.
+        case whenCommitsAreSparse
+        /// Every automatic checkpoint runs in the background (explicit `checkpoint()`
+        /// calls and the one in `close()` still hold the writer).
+        case always
+    }
+
+    /// Called by a commit with the gate held, once the log since the last checkpoint
+    /// reached `Options.checkpointLogBytes` and the commit is durable: starts a checkpoint
+    /// pass in the background when the policy allows and none is running, else
+    /// checkpoints now. A pass already running is left to finish, unless the log has grown
+    /// to twice the limit meanwhile: the checkpoint then holds the writer, as the bound on
+    /// the next open's replay is the limit's purpose.
+    func checkpointDueHoldingGate() throws {
+        if checkpointPass.isRunning {
+            guard writer.logBytes >= 2 * options.checkpointLogBytes else { return }
+            checkpointPass.cancel()
+        } else if checkpointsInBackground(), checkpointPass.start() {
+            startCheckpointPass(of: writer.latest, store: writer.store)
+            return
+        }
+        try checkpointHoldingGate()
+    }
+
+    /// Whether the policy puts this checkpoint in the background. Called with the gate held.
+    private func checkpointsInBackground() -> Bool {
+        // Older files may hold values over the inline limit in their leaves, which a pass
+        // cannot write (`CheckpointPass.LeafNeedsValueFrame`).
+        guard writer.store.header.storesValuesAtCommit else { return false }
+        switch options.backgroundCheckpoints {
+        case .never:
+            return false
+        case .always:
+            return true
+        case .whenCommitsAreSparse:
+            guard let duration = writer.lastCheckpointDuration, let nearlyDue = writer.nearlyDueAt else { return false }
+            return ContinuousClock.now - nearlyDue > duration
+        }
+    }
+
+    /// Runs a pass over `snapshot` on a thread of its own, then the checkpoint proper.
+    /// Called with the gate held, after `checkpointPass.start()` succeeded.
+    private func startCheckpointPass(of snapshot: Snapshot, store: PageStore) {
+        let started = ContinuousClock.now
+        let thread = Thread { [self] in
+            var pass = CheckpointPass(store: store) { [self] frames, starts in
+                try placeCheckpointFrames(&frames, starts: starts, store: store)
+            }
+            var completed = false
+            do {
+                try pass.write(snapshot)
+                // The pages reach the disk before the gate is taken: the checkpoint's own
+                // sync then has little left to flush.
+                try group.syncBesideCommits(store.file)
+                completed = try finishCheckpointPass(pass, store: store, started: started)
+            } catch is CheckpointPassStopped {
+                // A checkpoint holding the writer or a compaction came first, or the handle closed.
+            } catch let error as StrataError {
+                // A failed write or sync poisons the handle (`placeCheckpointFrames`,
+                // `GroupCommit.syncBesideCommits`); the next commit reports it.
+                options.logger.error("background checkpoint failed; this handle refuses further writes until reopened",
+                                     metadata: ["path": "\(path)", "error": "\(error)"])
+            } catch {
+                options.logger.warning("background checkpoint abandoned; the next one holds the writer",
+                                       metadata: ["path": "\(path)", "error": "\(error)"])
+            }
+            checkpointPass.finish(completed: completed)
+        }
+        thread.name = "strata checkpoint"
+        thread.start()
+    }
+
+    /// Places a batch of the pass's frames at the log's end: seals each for its offset,
+    /// writes them, and moves the end past them. A failed write poisons the handle and cuts
+    /// the file back, as a failed commit does.
+    ///
+    /// - Throws: `CheckpointPassStopped` when the handle closed, the pass was cancelled or
+    ///   the file compacted since it began (its pages would land in a file that no longer
+    ///   holds its tree); `.poisoned`; `.io` when the write fails.
+    private func placeCheckpointFrames(_ frames: inout [UInt8], starts: [Int], store: PageStore) throws -> UInt64 {
+        checkpointPass.testHooks.withLock { $0.beforeEachBatch }?()
+        try enterGate()
+        defer { gate.leave() }
+        guard !isClosed(), !checkpointPass.isCancelled, writer.store === store else { throw CheckpointPassStopped() }
+        try checkWritable()
+        let base = writer.end
+        let horizon = durableHorizon()
+        frames.withUnsafeMutableBytes { raw in
+            for (index, start) in starts.enumerated() {
+                let end = index + 1 < starts.count ? starts[index + 1] : raw.count
+                Frame.seal(UnsafeMutableRawBufferPointer(rebasing: raw[start ..< end]), at: base + UInt64(start),
+                           salt: store.salt, durableUpTo: horizon)
+            }
+        }
+        try writer.guarded(rollingBackTo: base) { try store.file.write(frames, at: base) }
+        writer.end = base + UInt64(frames.count)
+        writer.allocatedEnd = max(writer.allocatedEnd, writer.end)
+        return base
+    }
+
+    /// The checkpoint proper, with the gate held: writes the nodes changed since the pass's
+    /// snapshot, refers to the rest by the addresses the pass gave them, and writes the
+    /// checkpoint frame of the latest commit. Returns false when the pass no longer
+    /// applies (a checkpoint or compaction came first, or the handle closed).
+    private func finishCheckpointPass(_ pass: CheckpointPass, store: PageStore, started: ContinuousClock.Instant) throws -> Bool {
+        checkpointPass.testHooks.withLock { $0.beforeFinishing }?()
+        try enterGate()
+        defer { gate.leave() }
+        guard !isClosed(), !checkpointPass.isCancelled, writer.store === store else { return false }
+        try checkWritable()
+        let held = ContinuousClock.now
+        do {
+            try checkpointHoldingGate(known: pass.written, startedAt: started)
+        } catch {
+            writer.failedCheckpoints += 1
+            throw error
+        }
+        checkpointPass.record(pause: ContinuousClock.now - held)
+        return true
+    }
+
+    /// Blocks until no background checkpoint runs on this handle.
+    func waitForBackgroundCheckpoint() { checkpointPass.wait() }
+}
+
+/// Why a pass stopped without writing its checkpoint: one holding the writer or a
+/// compaction came first, or the handle closed. Not a failure.
+struct CheckpointPassStopped: Error {}
+
+/// The background checkpoint of one handle: at most one at a time, whether it was
+/// cancelled, and what they did.
+final class BackgroundCheckpointState: Sendable {
+    private struct State {
+        var running = false
+        var cancelled = false
+        var completed: UInt64 = 0
+        var abandoned: UInt64 = 0
+        var longestPause: Duration = .zero
+    }
+
+    /// Points where tests stop a pass, to commit while it runs.
+    struct TestHooks {
+        /// Called without the gate, before each batch of pages is placed.
+        var beforeEachBatch: (@Sendable () -> Void)?
+        /// Called without the gate, once every page is written and synced.
+        var beforeFinishing: (@Sendable () -> Void)?
+    }
+
+    private let state = Mutex(State())
+    let testHooks = Mutex(TestHooks())
+    /// Left while a pass runs; `wait()` returns when none does.
+    private let idle = DispatchGroup()
+
+    /// Marks a pass as running; false when one already is.
+    func start() -> Bool {
+        let started = state.withLock { state in
+            guard !state.running else { return false }
+            state.running = true
+            state.cancelled = false
+            return true
+        }
+        if started { idle.enter() }
+        return started
+    }
+
+    func finish(completed: Bool) {
+        state.withLock {
+            $0.running = false
+            if completed { $0.completed += 1 } else { $0.abandoned += 1 }
+        }
+        idle.leave()
+    }
+
+    /// Tells the running pass to stop at its next batch: a checkpoint holding the writer
+    /// (explicit, at close, or because the log ran far past the limit) takes over.
+    func cancel() { state.withLock { if $0.running { $0.cancelled = true } } }
+
+    var isRunning: Bool { state.withLock { $0.running } }
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    func record(pause: Duration) { state.withLock { $0.longestPause = max($0.longestPause, pause) } }
+
+    func wait() { idle.wait() }
+
+    var counters: (completed: UInt64, abandoned: UInt64, longestPause: Duration) {
+        state.withLock { ($0.completed, $0.abandoned, $0.longestPause) }
+    }
+}

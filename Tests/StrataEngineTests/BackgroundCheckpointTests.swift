@@ -1,0 +1,226 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import StrataEngine
+
+/// Automatic checkpoints written beside the writer (`Database.BackgroundCheckpoints`): a
+/// pass writes a snapshot's pages while commits go on, then the checkpoint proper writes
+/// what those commits changed. Each test stops the pass at its second batch of pages,
+/// acts, and lets it go on.
+@Suite("Background checkpoints")
+struct BackgroundCheckpointTests {
+    static let path = "/b.strata"
+    static let records = 3000
+
+    /// Stops a checkpoint pass before its `at`th batch of pages until `resume` is signalled.
+    final class PassPause: Sendable {
+        let reached = DispatchSemaphore(value: 0)
+        let resume = DispatchSemaphore(value: 0)
+        private let batches = Atomic<Int>(0)
+        let at: Int
+
+        init(at batch: Int = 2, on db: Database) {
+            at = batch
+            db.checkpointPass.testHooks.withLock {
+                $0.beforeEachBatch = { [self] in
+                    guard batches.add(1, ordering: .relaxed).newValue == at else { return }
+                    reached.signal()
+                    resume.wait()
+                }
+            }
+        }
+    }
+
+    /// The test's model of the tree: what every commit wrote.
+    struct Model {
+        var content: [[UInt8]: [UInt8]] = [:]
+        var round = 0
+
+        /// Updates `count` records spread over the whole tree (every one a different leaf
+        /// at this size), or `count` neighbours when `adjacent`.
+        mutating func commit(_ count: Int, adjacent: Bool = false, to db: Database) throws {
+            round += 1
+            let first = (round * 37) % BackgroundCheckpointTests.records
+            let stride = adjacent ? 1 : BackgroundCheckpointTests.records / count
+            let changes = (0 ..< count).map { i -> ([UInt8], [UInt8]) in
+                (Key((first + i * stride) % BackgroundCheckpointTests.records).bytes, Array("round \(round) \(i)".utf8))
+            }
+            try db.write { tx in for (key, value) in changes { try tx.put(value, forKey: key, in: "t") } }
+            for (key, value) in changes { content[key] = value }
+        }
+    }
+
+    /// A checkpointed file of `records` entries, reopened so that every automatic
+    /// checkpoint runs in the background once 64 KiB of log is written.
+    func openLoaded(_ fs: SimulatedFileSystem, model: inout Model) throws -> Database {
+        let loader = try Database(path: Self.path, options: smallOptions(), fileSystem: fs)
+        try loader.write { tx in
+            try tx.createTree("t")
+            for i in 0 ..< Self.records {
+                let (key, value) = (Key(i).bytes, Array("record \(i)".utf8))
+                try tx.put(value, forKey: key, in: "t")
+                model.content[key] = value
+            }
+        }
+        try loader.close()
+        return try Database(path: Self.path, options: Self.options(), fileSystem: fs)
+    }
+
+    static func options() -> Database.Options {
+        var options = smallOptions(pageSize: 512, checkpointLogBytes: 64 << 10)
+        options.backgroundCheckpoints = .always
+        return options
+    }
+
+    /// Commits spread updates until a checkpoint pass starts (and stops at `pause`).
+    func commitUntilPassStarts(_ db: Database, model: inout Model, pause: PassPause) throws {
+        for _ in 0 ..< 1000 where !db.checkpointPass.isRunning {
+            try model.commit(20, to: db)
+        }
+        try #require(db.checkpointPass.isRunning, "64 KiB of log should start a checkpoint pass")
+        pause.reached.wait()
+    }
+
+    /// Opens a loaded file, commits until a checkpoint pass starts, runs `during` while
+    /// the pass is stopped at its second batch, then lets it go on and waits for it.
+    func runPass(during: (Database, inout Model, SimulatedFileSystem) throws -> Void) throws
+        -> (fs: SimulatedFileSystem, db: Database, model: Model) {
+        let fs = SimulatedFileSystem()
+        var model = Model()
+        let db = try openLoaded(fs, model: &model)
+        let pause = PassPause(on: db)
+        try commitUntilPassStarts(db, model: &model, pause: pause)
+        try during(db, &model, fs)
+        pause.resume.signal()
+        db.waitForBackgroundCheckpoint()
+        return (fs, db, model)
+    }
+
+    /// Reopens the file: it holds what the model says, and verifies clean.
+    func expectReopens(_ fs: SimulatedFileSystem, to model: Model) throws {
+        let reopened = try Database(path: Self.path, options: Self.options(), fileSystem: fs)
+        #expect(try content(of: reopened) == model.content)
+        #expect(try Inspector(reopened).verify().isEmpty)
+    }
+
+    func content(of db: Database) throws -> [[UInt8]: [UInt8]] {
+        var content: [[UInt8]: [UInt8]] = [:]
+        try db.snapshot().scan("t") { key, value in
+            content[Array(key)] = Array(value)
+            return true
+        }
+        return content
+    }
+
+    @Test("commits made while the pass runs are in its checkpoint, and the next open replays nothing")
+    func commitsDuringThePassAreCheckpointed() throws {
+        let (fs, db, model) = try runPass { db, model, _ in
+            for _ in 0 ..< 3 { try model.commit(20, to: db) }
+        }
+
+        let statistics = try db.statistics()
+        #expect(statistics.backgroundCheckpoints == 1)
+        #expect(statistics.abandonedBackgroundCheckpoints == 0)
+        #expect(statistics.checkpointSequence == statistics.commitSequence)
+        #expect(statistics.logBytesSinceCheckpoint == 0)
+        #expect(statistics.longestBackgroundCheckpointPause > .zero)
+        #expect(try content(of: db) == model.content)
+        #expect(try Inspector(db).verify().isEmpty)
+        try db.close()
+        let reopened = try Database(path: Self.path, options: Self.options(), fileSystem: fs)
+        #expect(try reopened.statistics().commitsReplayedAtOpen == 0)
+        try reopened.close()
+        try expectReopens(fs, to: model)
+    }
+
+    @Test("the checkpoint proper writes only what commits changed during the pass, not what the pass wrote")
+    func passPagesAreNotWrittenAgain() throws {
+        let ends = Mutex<[UInt64]>([])
+        var started: UInt64 = 0
+        let (fs, db, model) = try runPass { db, model, _ in
+            db.checkpointPass.testHooks.withLock {
+                $0.beforeFinishing = { ends.withLock { $0.append(db.writerCounters().end) } }
+            }
+            started = db.writerCounters().end
+            try model.commit(3, adjacent: true, to: db)
+        }
+
+        let passEnd = try #require(ends.withLock { $0.first })
+        let finalBytes = db.writerCounters().end - passEnd
+        let passBytes = passEnd - started
+        #expect(try db.statistics().backgroundCheckpoints == 1)
+        // The pass wrote the leaves of ~60 spread commits and their branches; the checkpoint
+        // proper, a leaf or two and the branches above them.
+        #expect(finalBytes * 4 < passBytes, "checkpoint proper wrote \(finalBytes) bytes after a pass of \(passBytes)")
+        try db.close()
+        try expectReopens(fs, to: model)
+    }
+
+    @Test("an explicit checkpoint while a pass runs takes over, and the pass is abandoned")
+    func explicitCheckpointTakesOver() throws {
+        let (fs, db, passModel) = try runPass { db, model, _ in
+            try model.commit(20, to: db)
+            try db.checkpoint()
+        }
+        var model = passModel
+
+        let statistics = try db.statistics()
+        #expect(statistics.backgroundCheckpoints == 0)
+        #expect(statistics.abandonedBackgroundCheckpoints == 1)
+        #expect(statistics.checkpointSequence == statistics.commitSequence)
+        try model.commit(20, to: db)
+        try db.close()
+        try expectReopens(fs, to: model)
+    }
+
+    @Test("a compaction that replaces the file during a pass makes the pass stop")
+    func compactionDuringThePass() throws {
+        let (fs, db, passModel) = try runPass { db, _, _ in try db.compact() }
+        var model = passModel
+
+        #expect(try db.statistics().abandonedBackgroundCheckpoints == 1)
+        try model.commit(20, to: db)
+        #expect(try content(of: db) == model.content)
+        try db.close()
+        try expectReopens(fs, to: model)
+    }
+
+    @Test("a write or sync that fails during a pass poisons the handle and loses no acknowledged commit",
+          arguments: [SimulatedFileSystem.Operation.write, .sync])
+    func failureDuringThePass(_ operation: SimulatedFileSystem.Operation) throws {
+        let (fs, db, passModel) = try runPass { _, _, fs in
+            // The next write is this batch of pages; the next sync, the pass's own once its
+            // pages are written.
+            fs.nextFault = .init(operation: operation, errno: EIO)
+        }
+        var model = passModel
+
+        #expect(try db.statistics().abandonedBackgroundCheckpoints == 1)
+        #expect { try model.commit(1, to: db) } throws: { error in
+            guard case StrataError.poisoned(let cause) = error else { return false }
+            return cause.contains("errno \(EIO)")
+        }
+        try? db.close()
+        try expectReopens(fs, to: model)
+    }
+
+    @Test("with the default policy a handle's first checkpoint holds the writer, to measure how long one takes")
+    func firstCheckpointHoldsTheWriter() throws {
+        let fs = SimulatedFileSystem()
+        var model = Model()
+        _ = try openLoaded(fs, model: &model).close()
+        var options = Self.options()
+        options.backgroundCheckpoints = .whenCommitsAreSparse
+        let db = try Database(path: Self.path, options: options, fileSystem: fs)
+        let initial = try db.statistics().checkpointSequence
+        var rounds = 0
+        while try db.statistics().checkpointSequence == initial, rounds < 1000 {
+            try model.commit(20, to: db)
+            rounds += 1
+        }
+        // The checkpoint was written by the commit that made it due, before it returned.
+        #expect(try db.statistics().checkpointSequence == db.statistics().commitSequence)
+        #expect(try db.statistics().backgroundCheckpoints == 0)
+        #expect(try content(of: db) == model.content)
+    }
+}
