@@ -24,27 +24,45 @@ extension Database {
     public enum BackgroundCheckpoints: Sendable, Equatable {
         /// Every checkpoint holds the writer while it writes.
         case never
-        /// In the background when the commits are sparse: when the last sixteenth of the
-        /// log took longer to write than the handle's last checkpoint took, so the commits
-        /// made during the pass change few of the nodes it writes (at most about a
-        /// sixteenth). The handle's first checkpoint holds the writer, and measures.
+        /// In the background when the commits are sparse: when, at the pace of the commits
+        /// as the checkpoint fell due, a sixteenth of the log takes longer to write than the
+        /// handle's last checkpoint took, so the commits made during the pass change few
+        /// of the nodes it writes. With nothing measured yet (a handle's first checkpoint),
+        /// in the background. A pass during which the log grows by a sixteenth of
+        /// `checkpointLogBytes` (a sixty-fourth for a handle's first) is overtaken: the
+        /// commit that grew it checkpoints holding the writer (and the pages the pass wrote
+        /// are dead bytes), and the next checkpoint decides by what that one measured.
         case whenCommitsAreSparse
         /// Every automatic checkpoint runs in the background (explicit `checkpoint()`
-        /// calls and the one in `close()` still hold the writer).
+        /// calls and the one in `close()` still hold the writer), overtaken only when the
+        /// log reaches twice `checkpointLogBytes`.
         case always
     }
 
-    /// Called by a commit with the gate held, once the log since the last checkpoint
-    /// reached `Options.checkpointLogBytes` and the commit is durable: starts a checkpoint
-    /// pass in the background when the policy allows and none is running, else
-    /// checkpoints now. A pass already running is left to finish, unless the log has grown
-    /// to twice the limit meanwhile: the checkpoint then holds the writer, as the bound on
-    /// the next open's replay is the limit's purpose.
+    /// Whether the commit just written makes a checkpoint due (`checkpointDueHoldingGate`):
+    /// the log since the last checkpoint reached `Options.checkpointLogBytes` and no pass
+    /// is running, or a pass is running and the log grew past the point where the pass is
+    /// overtaken. Called with the gate held.
+    func checkpointIsDue() -> Bool {
+        guard writer.logBytes >= options.checkpointLogBytes else { return false }
+        guard checkpointPass.isRunning else { return true }
+        return writer.logBytes >= writer.passOvertakenAt
+    }
+
+    /// Called by a commit with the gate held when `checkpointIsDue()`, once the commit is
+    /// durable: starts a checkpoint pass in the background when the policy allows and none
+    /// is running, else checkpoints now, overtaking a pass that is running (the bound on
+    /// the next open's replay is the limit's purpose).
     func checkpointDueHoldingGate() throws {
         if checkpointPass.isRunning {
-            guard writer.logBytes >= 2 * options.checkpointLogBytes else { return }
             checkpointPass.cancel()
         } else if checkpointsInBackground(), checkpointPass.start() {
+            let limit = options.checkpointLogBytes
+            // With nothing measured yet the pass is a guess, and a busy writer overtakes it
+            // sooner: the pages it wrote by then are wasted.
+            let allowance = writer.lastCheckpointDuration == nil ? limit / 64 : limit / 16
+            writer.passOvertakenAt = options.backgroundCheckpoints == .always
+                ? 2 * limit : min(2 * limit, writer.logBytes + allowance)
             startCheckpointPass(of: writer.latest, store: writer.store)
             return
         }
@@ -62,8 +80,11 @@ extension Database {
         case .always:
             return true
         case .whenCommitsAreSparse:
-            guard let duration = writer.lastCheckpointDuration, let nearlyDue = writer.nearlyDueAt else { return false }
-            return ContinuousClock.now - nearlyDue > duration
+            guard let duration = writer.lastCheckpointDuration, let nearlyDue = writer.nearlyDue,
+                  writer.logBytes > nearlyDue.logBytes else { return true }
+            // The time a sixteenth of the log takes at the pace since it nearly fell due.
+            let sixteenth = Double(options.checkpointLogBytes / 16) / Double(writer.logBytes - nearlyDue.logBytes)
+            return (ContinuousClock.now - nearlyDue.at) * sixteenth > duration
         }
     }
 

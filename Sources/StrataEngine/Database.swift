@@ -537,8 +537,8 @@ public final class Database: Sendable {
         writer.end = frameEnd
         writer.sequence = sequence
         writer.logBytes += UInt64(frame.count)
-        if writer.nearlyDueAt == nil, writer.logBytes >= options.checkpointLogBytes - options.checkpointLogBytes / 16 {
-            writer.nearlyDueAt = .now
+        if writer.nearlyDue == nil, writer.logBytes >= options.checkpointLogBytes - options.checkpointLogBytes / 16 {
+            writer.nearlyDue = (.now, writer.logBytes)
         }
         writer.latest = Snapshot(store: writer.store, trees: trees, sequence: sequence)
         if grouped {
@@ -547,10 +547,7 @@ public final class Database: Sendable {
             if durable { group.syncedAlone(sequence: sequence, end: frameEnd) }
             publish(writer.latest)
         }
-        // A checkpoint is due; while a background one runs it covers the log, until the log
-        // reaches twice the limit (`checkpointDueHoldingGate`).
-        let limit = options.checkpointLogBytes
-        if writer.logBytes >= limit, writer.logBytes >= 2 * limit || !checkpointPass.isRunning {
+        if checkpointIsDue() {
             // The checkpoint starts from a durable state: this commit's sync, whose failure
             // fails the commit.
             if grouped { try settleHoldingGate() }
@@ -669,7 +666,7 @@ public final class Database: Sendable {
         writer.allocatedEnd = max(writer.allocatedEnd, writer.end)
         writer.checkpointSequence = record.sequence
         writer.logBytes = 0
-        writer.nearlyDueAt = nil
+        writer.nearlyDue = nil
         writer.lastCheckpointDuration = .now - startedAt
         writer.latest = Snapshot(store: store, trees: trees, sequence: current.sequence)
         group.settled(sequence: current.sequence, end: writer.end)
@@ -822,9 +819,13 @@ final class WriterState: @unchecked Sendable {
     /// How long the handle's last checkpoint took, from the start of its work to its slot
     /// (`BackgroundCheckpoints.whenCommitsAreSparse`); nil before the first.
     var lastCheckpointDuration: Duration?
-    /// When the log since the last checkpoint reached fifteen sixteenths of
-    /// `Options.checkpointLogBytes`: the pace of the commits as the checkpoint falls due.
-    var nearlyDueAt: ContinuousClock.Instant?
+    /// When, and at how many bytes, the log since the last checkpoint reached fifteen
+    /// sixteenths of `Options.checkpointLogBytes`: the pace of the commits as the
+    /// checkpoint falls due.
+    var nearlyDue: (at: ContinuousClock.Instant, logBytes: UInt64)?
+    /// The log size at which a running checkpoint pass is overtaken by a checkpoint
+    /// holding the writer (`BackgroundCheckpoints`).
+    var passOvertakenAt: UInt64 = .max
     let logger: Logger
 
     init(_ state: RecoveredState, logger: Logger) {

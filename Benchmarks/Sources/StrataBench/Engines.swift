@@ -32,6 +32,10 @@ protocol W1Engine: AnyObject {
     /// Compacts while a thread commits `users`, one durable transaction each; nil when the
     /// engine cannot compact beside writers.
     func compactBesideWriter(_ users: [User]) throws -> CompactionBesideWriter?
+    /// Commits `users` one durable transaction each, across an automatic checkpoint of the
+    /// tree that `updates` (applied first) left changed; nil for engines without one.
+    func commitAcrossCheckpoint(_ users: [User], dirtying updates: [(id: Int64, score: Double)],
+                                progress: Progress) throws -> CommitsAcrossCheckpoint?
     /// Further ways to look up by id that the engine's users commonly write, labelled.
     var getVariants: [(op: String, run: ([Int64], Progress) throws -> Checksum)] { get }
     /// `commit.durable` from several threads at once, labelled: each run commits `users`,
@@ -43,6 +47,8 @@ extension W1Engine {
     func settle() throws -> Bool { false }
     var longestBackgroundWriterPause: Duration? { nil }
     func compactBesideWriter(_ users: [User]) throws -> CompactionBesideWriter? { nil }
+    func commitAcrossCheckpoint(_ users: [User], dirtying updates: [(id: Int64, score: Double)],
+                                progress: Progress) throws -> CommitsAcrossCheckpoint? { nil }
     var getVariants: [(op: String, run: ([Int64], Progress) throws -> Checksum)] { [] }
     var commitVariants: [(op: String, run: ([User]) throws -> Void)] { [] }
 }

@@ -26,11 +26,19 @@ protocol KeyValueStore: AnyObject {
     /// Compacts while `write` may run on other threads; how long writers were held up (ms)
     /// and the commits carried over. Nil for engines that cannot.
     func compactBesideWriters() throws -> (writerPauseMs: Double, carriedOver: Int)?
+    /// Reopens the store with its tree as `dirty` leaves it changed and an automatic
+    /// checkpoint due once `bytes` more of log are written; false for engines without one.
+    func reopenWithCheckpointDue(afterDirtying dirty: () throws -> Void, inLogBytes bytes: UInt64) throws -> Bool
+    /// Checkpoints written so far, those written beside the writer, and the longest time
+    /// one of those held the writer.
+    var checkpoints: (written: UInt64, inBackground: UInt64, longestPause: Duration) { get }
     func close() throws
 }
 
 extension KeyValueStore {
     func compactBesideWriters() throws -> (writerPauseMs: Double, carriedOver: Int)? { nil }
+    func reopenWithCheckpointDue(afterDirtying dirty: () throws -> Void, inLogBytes bytes: UInt64) throws -> Bool { false }
+    var checkpoints: (written: UInt64, inBackground: UInt64, longestPause: Duration) { (0, 0, .zero) }
     func settle() throws -> Bool { false }
     var longestBackgroundWriterPause: Duration? { nil }
 }
@@ -76,6 +84,18 @@ private func onThreads<Item, R: Sendable>(_ threads: Int, splitting items: [Item
 }
 
 /// A compaction measured beside a committing thread.
+/// What `commitAcrossCheckpoint` measured.
+struct CommitsAcrossCheckpoint {
+    var commits: Int
+    /// The slowest commit, and the slowest of as many made afterwards with no checkpoint due.
+    var worstCommitMs: Double
+    var worstCommitAloneMs: Double
+    /// Whether the checkpoint was written beside the writer, and then how long its last
+    /// step held the writer.
+    var inBackground: Bool
+    var writerPauseMs: Double
+}
+
 struct CompactionBesideWriter {
     var seconds: Double
     var writerPauseMs: Double
@@ -254,6 +274,29 @@ final class BinaryW1<Store: KeyValueStore>: W1Engine {
         let alone = try commitOneByOne(users, until: { $0 >= commits })
         return CompactionBesideWriter(seconds: seconds, writerPauseMs: outcome.writerPauseMs, carriedOver: outcome.carriedOver,
                                       commits: commits, worstCommitMs: milliseconds(worst), worstCommitAloneMs: milliseconds(alone.worst))
+    }
+
+    /// Reopens the store with the tree `updates` changed and a checkpoint due 256 KiB of
+    /// log later, then commits `users` in turn, a durable transaction each, until the
+    /// checkpoint is written and a hundred commits more; then as many again with none due.
+    func commitAcrossCheckpoint(_ users: [User], dirtying updates: [(id: Int64, score: Double)],
+                                progress: Progress) throws -> CommitsAcrossCheckpoint? {
+        let dirty = { try self.update(updates, transactionSize: 1_000, progress: progress) }
+        guard try store.reopenWithCheckpointDue(afterDirtying: dirty, inLogBytes: 256 << 10) else { return nil }
+        let before = store.checkpoints
+        var writtenAt: Int?
+        let across = try commitOneByOne(users) { commits in
+            if writtenAt == nil, store.checkpoints.written > before.written { writtenAt = commits }
+            return writtenAt.map { commits >= $0 + 100 } ?? (commits >= 100_000)
+        }
+        guard writtenAt != nil else { throw BenchError("no checkpoint came due in \(across.commits) commits") }
+        let after = store.checkpoints
+        let alone = try commitOneByOne(users) { $0 >= across.commits }
+        try store.reopen()
+        return CommitsAcrossCheckpoint(commits: across.commits, worstCommitMs: milliseconds(across.worst),
+                                       worstCommitAloneMs: milliseconds(alone.worst),
+                                       inBackground: after.inBackground > before.inBackground,
+                                       writerPauseMs: milliseconds(after.longestPause))
     }
 
     /// Puts `users` in turn, a durable transaction each, until `done(commits so far)`.

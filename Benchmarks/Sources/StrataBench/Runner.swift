@@ -168,6 +168,8 @@ final class Runner {
                 }
             }
 
+            try measureCommitsAcrossCheckpoint(label, name, engine, users: data.durableUsers, updates: data.updates)
+
             try verify(label, name, expectedAll) { try engine.scanAll() }
             if wants("reopen") {
                 try engine.reopen()   // the first reopen may flush; time the next ones
@@ -204,6 +206,24 @@ final class Runner {
         try body()
         let after = try Limits.syncSeconds(path, count: half, preallocated: true)
         record(label, "commit.durable.limit", name, Double(2 * half) / (before + after), "tx/s")
+    }
+
+    /// `checkpoint.worst-commit` and its companions: one-record durable commits across an
+    /// automatic checkpoint of a tree the update phase's changes left unwritten.
+    func measureCommitsAcrossCheckpoint(_ label: String, _ name: String, _ engine: W1Engine, users: [User],
+                                        updates: [(id: Int64, score: Double)]) throws {
+        guard wants("checkpoint.worst-commit") else { return }
+        progress.begin("\(label) \(name) committing across a checkpoint")
+        guard let across = try engine.commitAcrossCheckpoint(users, dirtying: updates, progress: progress) else {
+            return progress.end("not supported")
+        }
+        record(label, "checkpoint.worst-commit", name, across.worstCommitMs, "ms")
+        record(label, "checkpoint.worst-commit-alone", name, across.worstCommitAloneMs, "ms")
+        if across.inBackground { record(label, "checkpoint.writer-pause", name, across.writerPauseMs, "ms") }
+        let how = across.inBackground ? String(format: "written beside the writer, which it held %.1f ms", across.writerPauseMs)
+            : "written holding the writer"
+        progress.end(String(format: "the slowest of %d commits %.1f ms (%.1f ms with no checkpoint due); ", across.commits,
+                            across.worstCommitMs, across.worstCommitAloneMs) + how)
     }
 
     /// `compact.beside-writer` and its companions: compaction while a thread commits.

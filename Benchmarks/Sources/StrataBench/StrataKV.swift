@@ -68,6 +68,31 @@ final class StrataKV: KeyValueStore {
         return (milliseconds(result.writerPause), result.commitsCarriedOver)
     }
 
+    func reopenWithCheckpointDue(afterDirtying dirty: () throws -> Void, inLogBytes bytes: UInt64) throws -> Bool {
+        try database.close()
+        // Changed by `dirty` and closed without a checkpoint: the next open replays it, and
+        // its tree holds every change again, unwritten.
+        // No background compaction: one would write the whole tree into a new file and
+        // leave nothing for the checkpoint to write.
+        var dirtying = Self.options()
+        dirtying.autoCompaction = nil
+        dirtying.checkpointOnClose = false
+        database = try Database(path: path, options: dirtying)
+        try dirty()
+        let log = try database.statistics().logBytesSinceCheckpoint
+        try database.close()
+        var due = Self.options()
+        due.autoCompaction = nil
+        due.checkpointLogBytes = log + bytes
+        database = try Database(path: path, options: due)
+        return true
+    }
+
+    var checkpoints: (written: UInt64, inBackground: UInt64, longestPause: Duration) {
+        guard let statistics = try? database.statistics() else { return (0, 0, .zero) }
+        return (statistics.checkpointSequence, statistics.backgroundCheckpoints, statistics.longestBackgroundCheckpointPause)
+    }
+
     func settle() throws -> Bool {
         database.waitForBackgroundCompaction()
         return true
