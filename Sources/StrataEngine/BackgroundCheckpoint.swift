@@ -25,13 +25,15 @@ extension Database {
         /// Every checkpoint holds the writer while it writes.
         case never
         /// In the background when the commits are sparse: when, at the pace of the commits
-        /// as the checkpoint fell due, a sixteenth of the log takes longer to write than the
-        /// handle's last checkpoint took, so the commits made during the pass change few
-        /// of the nodes it writes. With nothing measured yet (a handle's first checkpoint),
-        /// in the background. A pass during which the log grows by a sixteenth of
-        /// `checkpointLogBytes` (a sixty-fourth for a handle's first) is overtaken: the
-        /// commit that grew it checkpoints holding the writer (and the pages the pass wrote
-        /// are dead bytes), and the next checkpoint decides by what that one measured.
+        /// as the checkpoint fell due, the puts and deletes made during a checkpoint as long
+        /// as the handle's last one would change at most an eighth as many nodes as it
+        /// wrote (each operation changes one leaf at most), so the pass's work is seldom
+        /// done twice. With nothing measured yet (a handle's first checkpoint), in the
+        /// background. A pass is overtaken by a busy writer: once the commits made during
+        /// it hold more than an eighth as many operations as the pages it has written (past
+        /// its first thousand), or the log grows by a sixteenth of `checkpointLogBytes`,
+        /// the commit that did so checkpoints holding the writer (the pages the pass wrote
+        /// are then dead bytes), and the next checkpoint decides by what that one measured.
         case whenCommitsAreSparse
         /// Every automatic checkpoint runs in the background (explicit `checkpoint()`
         /// calls and the one in `close()` still hold the writer), overtaken only when the
@@ -46,7 +48,16 @@ extension Database {
     func checkpointIsDue() -> Bool {
         guard writer.logBytes >= options.checkpointLogBytes else { return false }
         guard checkpointPass.isRunning else { return true }
-        return writer.logBytes >= writer.passOvertakenAt
+        return writer.logBytes >= writer.passOvertakenAt || isOutpacingThePass()
+    }
+
+    /// Whether the commits made during the running pass change nodes faster than it
+    /// writes them (`BackgroundCheckpoints.whenCommitsAreSparse`): more than an eighth as
+    /// many puts and deletes as the pages it placed, past its first thousand pages. Each
+    /// operation changes one leaf at most, which the checkpoint proper writes again.
+    private func isOutpacingThePass() -> Bool {
+        guard options.backgroundCheckpoints == .whenCommitsAreSparse else { return false }
+        return (writer.operations - writer.passStart.operations) * 8 > UInt64(writer.passStart.pagesPlaced + 1024)
     }
 
     /// Called by a commit with the gate held when `checkpointIsDue()`, once the commit is
@@ -58,11 +69,9 @@ extension Database {
             checkpointPass.cancel()
         } else if checkpointsInBackground(), checkpointPass.start() {
             let limit = options.checkpointLogBytes
-            // With nothing measured yet the pass is a guess, and a busy writer overtakes it
-            // sooner: the pages it wrote by then are wasted.
-            let allowance = writer.lastCheckpointDuration == nil ? limit / 64 : limit / 16
             writer.passOvertakenAt = options.backgroundCheckpoints == .always
-                ? 2 * limit : min(2 * limit, writer.logBytes + allowance)
+                ? 2 * limit : min(2 * limit, writer.logBytes + limit / 16)
+            writer.passStart = (writer.operations, 0)
             startCheckpointPass(of: writer.latest, store: writer.store)
             return
         }
@@ -80,11 +89,13 @@ extension Database {
         case .always:
             return true
         case .whenCommitsAreSparse:
-            guard let duration = writer.lastCheckpointDuration, let nearlyDue = writer.nearlyDue,
-                  writer.logBytes > nearlyDue.logBytes else { return true }
-            // The time a sixteenth of the log takes at the pace since it nearly fell due.
-            let sixteenth = Double(options.checkpointLogBytes / 16) / Double(writer.logBytes - nearlyDue.logBytes)
-            return (ContinuousClock.now - nearlyDue.at) * sixteenth > duration
+            guard let last = writer.lastCheckpoint, let nearlyDue = writer.nearlyDue else { return true }
+            let elapsed = ContinuousClock.now - nearlyDue.at
+            guard elapsed > .zero else { return false }
+            // Operations at the pace since the checkpoint nearly fell due, over as long as
+            // the last checkpoint took: an upper bound on the nodes they would change.
+            let operations = Double(writer.operations - nearlyDue.operations)
+            return operations * (last.duration / elapsed) * 8 < Double(last.pages)
         }
     }
 
@@ -93,9 +104,9 @@ extension Database {
     private func startCheckpointPass(of snapshot: Snapshot, store: PageStore) {
         let started = ContinuousClock.now
         let thread = Thread { [self] in
-            var pass = CheckpointPass(store: store) { [self] frames, starts in
+            var pass = CheckpointPass(store: store, place: { [self] frames, starts in
                 try placeCheckpointFrames(&frames, starts: starts, store: store)
-            }
+            }, sync: { [self] in try group.syncBesideCommits(store.file) })
             var completed = false
             do {
                 try pass.write(snapshot)
@@ -145,6 +156,7 @@ extension Database {
         try writer.guarded(rollingBackTo: base) { try store.file.write(frames, at: base) }
         writer.end = base + UInt64(frames.count)
         writer.allocatedEnd = max(writer.allocatedEnd, writer.end)
+        writer.passStart.pagesPlaced += starts.count
         return base
     }
 

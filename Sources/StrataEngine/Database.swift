@@ -537,8 +537,9 @@ public final class Database: Sendable {
         writer.end = frameEnd
         writer.sequence = sequence
         writer.logBytes += UInt64(frame.count)
+        writer.operations += UInt64(log.operationCount)
         if writer.nearlyDue == nil, writer.logBytes >= options.checkpointLogBytes - options.checkpointLogBytes / 16 {
-            writer.nearlyDue = (.now, writer.logBytes)
+            writer.nearlyDue = (.now, writer.operations)
         }
         writer.latest = Snapshot(store: writer.store, trees: trees, sequence: sequence)
         if grouped {
@@ -667,7 +668,7 @@ public final class Database: Sendable {
         writer.checkpointSequence = record.sequence
         writer.logBytes = 0
         writer.nearlyDue = nil
-        writer.lastCheckpointDuration = .now - startedAt
+        writer.lastCheckpoint = (.now - startedAt, nodes.pages + known.count)
         writer.latest = Snapshot(store: store, trees: trees, sequence: current.sequence)
         group.settled(sequence: current.sequence, end: writer.end)
         publish(writer.latest)
@@ -816,16 +817,22 @@ final class WriterState: @unchecked Sendable {
     /// the background after opening; until then, the end at opening): what
     /// `Options.autoCompaction` measures growth against.
     var compactedSize: UInt64
-    /// How long the handle's last checkpoint took, from the start of its work to its slot
-    /// (`BackgroundCheckpoints.whenCommitsAreSparse`); nil before the first.
-    var lastCheckpointDuration: Duration?
-    /// When, and at how many bytes, the log since the last checkpoint reached fifteen
-    /// sixteenths of `Options.checkpointLogBytes`: the pace of the commits as the
+    /// How long the handle's last checkpoint took, from the start of its work to its slot,
+    /// and the pages it wrote (`BackgroundCheckpoints.whenCommitsAreSparse`); nil before
+    /// the first.
+    var lastCheckpoint: (duration: Duration, pages: Int)?
+    /// Puts and deletes this handle committed.
+    var operations: UInt64 = 0
+    /// When the log since the last checkpoint reached fifteen sixteenths of
+    /// `Options.checkpointLogBytes`, and `operations` then: the pace of the commits as the
     /// checkpoint falls due.
-    var nearlyDue: (at: ContinuousClock.Instant, logBytes: UInt64)?
+    var nearlyDue: (at: ContinuousClock.Instant, operations: UInt64)?
     /// The log size at which a running checkpoint pass is overtaken by a checkpoint
     /// holding the writer (`BackgroundCheckpoints`).
     var passOvertakenAt: UInt64 = .max
+    /// `operations` when the running checkpoint pass started, and the pages it has placed
+    /// since: whether the commits outpace it (`BackgroundCheckpoints.whenCommitsAreSparse`).
+    var passStart: (operations: UInt64, pagesPlaced: Int) = (0, 0)
     let logger: Logger
 
     init(_ state: RecoveredState, logger: Logger) {

@@ -62,6 +62,8 @@ struct NodeWriter {
     /// changed once a snapshot can see it, and the pass's snapshot keeps every node here
     /// alive, so an identity found here is the node the pass wrote.
     var known: [ObjectIdentifier: Written] = [:]
+    /// Pages written so far.
+    private(set) var pages = 0
 
     mutating func write(_ ref: NodeRef) throws -> Written {
         // A page not in memory, or a node kept in memory as written: referred to, not rewritten.
@@ -80,10 +82,12 @@ struct NodeWriter {
                 return address
             }
             let address = try appender.append(.page, payload: payload)
+            pages += 1
             return try Self.written(leaf, payload: payload, at: address, store: store)
         case .branch(let branch):
             let children = try branch.childReferences.map { try write($0) }
             let address = try appender.append(.page, payload: PageCodec.encodeBranch(keys: branch.keys, children: children.map(\.address)))
+            pages += 1
             return Self.written(branch, children: children, at: address)
         }
     }
