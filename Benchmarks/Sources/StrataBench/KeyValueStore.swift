@@ -23,6 +23,10 @@ protocol KeyValueStore: AnyObject {
     func settle() throws -> Bool
     /// `W1Engine.longestBackgroundWriterPause`.
     var longestBackgroundWriterPause: Duration? { get }
+    /// Waits until a checkpoint the writes started in the background (strata) is written:
+    /// a write phase then pays for its checkpoints, as when they held the writer, and none
+    /// runs beside the next phase's measurement.
+    func waitForBackgroundWork()
     /// Compacts while `write` may run on other threads; how long writers were held up (ms)
     /// and the commits carried over. Nil for engines that cannot.
     func compactBesideWriters() throws -> (writerPauseMs: Double, carriedOver: Int)?
@@ -41,6 +45,7 @@ extension KeyValueStore {
     var checkpoints: (written: UInt64, inBackground: UInt64, longestPause: Duration) { (0, 0, .zero) }
     func settle() throws -> Bool { false }
     var longestBackgroundWriterPause: Duration? { nil }
+    func waitForBackgroundWork() {}
 }
 
 /// Reads inside a write transaction see the committed state (LevelDB's batches are not
@@ -68,6 +73,7 @@ private func insertInBatches<Store: KeyValueStore>(_ store: Store, count: Int, t
     try inBatches(count: count, of: transactionSize, progress: progress) { range in
         try store.write { writer in for i in range { try putItem(writer, i) } }
     }
+    store.waitForBackgroundWork()
 }
 
 /// Runs `body` on `threads` threads at once, each with its share of `items` (in order,

@@ -100,6 +100,8 @@ final class StrataKV: KeyValueStore {
 
     var longestBackgroundWriterPause: Duration? { database.longestBackgroundWriterPause }
 
+    func waitForBackgroundWork() { database.waitForBackgroundCheckpoint() }
+
     func close() throws { try database.close() }
 
     typealias Writer = View<WriteTransaction>
