@@ -123,6 +123,15 @@ enum Live {
         task.cancel()
         let line = deliveries.all.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: " ")
         FileHandle.standardOutput.write(Data("delivered \(line)\n".utf8))
+        // The observation ends before the storage closes and the process exits: a query it
+        // started on another thread, still in SQLite as the process's destructors ran,
+        // crashed this child once (CI, live sqlite).
+        let ended = DispatchSemaphore(value: 0)
+        Task.detached {
+            await task.value
+            ended.signal()
+        }
+        _ = ended.wait(timeout: .now() + 10)
         try? storage.close()
     }
 }
