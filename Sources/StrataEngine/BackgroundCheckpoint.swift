@@ -48,7 +48,7 @@ extension Database {
     func checkpointIsDue() -> Bool {
         guard writer.logBytes >= options.checkpointLogBytes else { return false }
         guard checkpointPass.isRunning else { return true }
-        return writer.logBytes >= writer.passOvertakenAt || isOutpacingThePass()
+        return writer.logBytes >= writer.pass.overtakenAt || isOutpacingThePass()
     }
 
     /// Whether the commits made during the running pass change nodes faster than it
@@ -57,7 +57,7 @@ extension Database {
     /// operation changes one leaf at most, which the checkpoint proper writes again.
     private func isOutpacingThePass() -> Bool {
         guard options.backgroundCheckpoints == .whenCommitsAreSparse else { return false }
-        return (writer.operations - writer.passStart.operations) * 8 > UInt64(writer.passStart.pagesPlaced + 1024)
+        return (writer.operations - writer.pass.operationsAtStart) * 8 > UInt64(writer.pass.pagesPlaced + 1024)
     }
 
     /// Called by a commit with the gate held when `checkpointIsDue()`, once the commit is
@@ -69,9 +69,9 @@ extension Database {
             checkpointPass.cancel()
         } else if checkpointsInBackground(), checkpointPass.start() {
             let limit = options.checkpointLogBytes
-            writer.passOvertakenAt = options.backgroundCheckpoints == .always
+            let overtakenAt = options.backgroundCheckpoints == .always
                 ? 2 * limit : min(2 * limit, writer.logBytes + limit / 16)
-            writer.passStart = (writer.operations, 0)
+            writer.pass = PassProgress(overtakenAt: overtakenAt, operationsAtStart: writer.operations)
             startCheckpointPass(of: writer.latest, store: writer.store)
             return
         }
@@ -122,7 +122,7 @@ extension Database {
                 options.logger.error("background checkpoint failed; this handle refuses further writes until reopened",
                                      metadata: ["path": "\(path)", "error": "\(error)"])
             } catch {
-                options.logger.warning("background checkpoint abandoned; the next one holds the writer",
+                options.logger.warning("background checkpoint abandoned; the next due checkpoint decides afresh where it runs",
                                        metadata: ["path": "\(path)", "error": "\(error)"])
             }
             checkpointPass.finish(completed: completed)
@@ -156,7 +156,7 @@ extension Database {
         try writer.guarded(rollingBackTo: base) { try store.file.write(frames, at: base) }
         writer.end = base + UInt64(frames.count)
         writer.allocatedEnd = max(writer.allocatedEnd, writer.end)
-        writer.passStart.pagesPlaced += starts.count
+        writer.pass.pagesPlaced += starts.count
         return base
     }
 
@@ -191,6 +191,18 @@ extension Database {
     /// db.waitForBackgroundCheckpoint()
     /// ```
     public func waitForBackgroundCheckpoint() { checkpointPass.wait() }
+}
+
+/// A running checkpoint pass as the writer measures it, with the gate held: when it is
+/// overtaken (`BackgroundCheckpoints`).
+struct PassProgress {
+    /// The log size at which a checkpoint holding the writer overtakes the pass.
+    var overtakenAt: UInt64 = .max
+    /// `WriterState.operations` when the pass started: the commits' puts and deletes since
+    /// are those it may have to write again.
+    var operationsAtStart: UInt64 = 0
+    /// Pages the pass has placed in the file.
+    var pagesPlaced = 0
 }
 
 /// Why a pass stopped without writing its checkpoint: one holding the writer or a

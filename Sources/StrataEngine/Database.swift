@@ -827,12 +827,9 @@ final class WriterState: @unchecked Sendable {
     /// `Options.checkpointLogBytes`, and `operations` then: the pace of the commits as the
     /// checkpoint falls due.
     var nearlyDue: (at: ContinuousClock.Instant, operations: UInt64)?
-    /// The log size at which a running checkpoint pass is overtaken by a checkpoint
-    /// holding the writer (`BackgroundCheckpoints`).
-    var passOvertakenAt: UInt64 = .max
-    /// `operations` when the running checkpoint pass started, and the pages it has placed
-    /// since: whether the commits outpace it (`BackgroundCheckpoints.whenCommitsAreSparse`).
-    var passStart: (operations: UInt64, pagesPlaced: Int) = (0, 0)
+    /// The running checkpoint pass as the writer measures it (that of the last pass once
+    /// it ends: read only while `Database.checkpointPass.isRunning`).
+    var pass = PassProgress()
     let logger: Logger
 
     init(_ state: RecoveredState, logger: Logger) {

@@ -89,24 +89,32 @@ final class GroupCommit: @unchecked Sendable {
                 continue
             }
             guard let target = written else { return }   // unreachable: `sequence` was written
-            syncing = true
-            condition.unlock()
-            let result = Result { try target.snapshot.store.file.sync() }
-            condition.lock()
-            syncing = false
+            let synced = runSync(target.snapshot.store.file)
             syncs += 1
-            switch result {
-            case .success:
+            if synced {
                 durableSequence = target.sequence
                 durableEnd = target.end
                 if written?.sequence == target.sequence { written = nil }
                 replaced = publish(target.snapshot)
-            case .failure(let error):
-                let cause = (error as? StrataError) ?? .io(operation: "sync", path: target.snapshot.store.path, errno: EIO)
-                failure = Failure(error: cause, durableEnd: durableEnd)
             }
             condition.broadcast()
         }
+    }
+
+    /// Runs one sync of `file` as the sync under way (called with the lock held; the lock is
+    /// left while the sync runs): a failure is recorded as every unsynced commit's.
+    ///
+    /// - Returns: Whether the sync succeeded.
+    private func runSync(_ file: any StorageFile) -> Bool {
+        syncing = true
+        condition.unlock()
+        let result = Result { try file.sync() }
+        condition.lock()
+        syncing = false
+        guard case .failure(let error) = result else { return true }
+        let cause = (error as? StrataError) ?? .io(operation: "sync", path: file.path, errno: EIO)
+        failure = Failure(error: cause, durableEnd: durableEnd)
+        return false
     }
 
     /// Syncs `file` for a writer of pages beside the commits (a background checkpoint's
@@ -120,15 +128,7 @@ final class GroupCommit: @unchecked Sendable {
         defer { condition.unlock() }
         while syncing, failure == nil { condition.wait() }
         if let failure { throw failure.error }
-        syncing = true
-        condition.unlock()
-        let result = Result { try file.sync() }
-        condition.lock()
-        syncing = false
-        if case .failure(let error) = result {
-            let cause = (error as? StrataError) ?? .io(operation: "sync", path: file.path, errno: EIO)
-            failure = Failure(error: cause, durableEnd: durableEnd)
-        }
+        _ = runSync(file)
         condition.broadcast()
         if let failure { throw failure.error }
     }
