@@ -338,6 +338,65 @@ struct BTreeTests {
         }
     }
 
+    /// Where a put lands in a leaf another tree version shares, which the put copies first:
+    /// a new key at either end or between two, a value replaced by a longer or a shorter
+    /// one, and a key that lacks the prefix the leaf's heads are taken after.
+    enum SharedLeafPut: String, CaseIterable, CustomTestStringConvertible {
+        case first, middle, last, replacingLonger, replacingShorter, outsideThePrefix
+        var testDescription: String { rawValue }
+
+        /// The key and value put into a leaf holding `user/0010` … `user/0040` (value [1]).
+        var put: (key: [UInt8], value: [UInt8]) {
+            switch self {
+            case .first: (Array("user/0001".utf8), [2])
+            case .middle: (Array("user/0025x".utf8), [2, 2])
+            case .last: (Array("user/0099".utf8), [2, 2, 2])
+            case .replacingLonger: (Array("user/0020".utf8), [UInt8](repeating: 7, count: 40))
+            case .replacingShorter: (Array("user/0040".utf8), [])
+            case .outsideThePrefix: (Array("a".utf8), [9])
+            }
+        }
+    }
+
+    @Test("a put into a leaf an older version shares leaves that version as it was, and the new one holds every entry in order",
+          arguments: SharedLeafPut.allCases, [false, true])
+    func putIntoSharedLeaf(_ put: SharedLeafPut, deepTree: Bool) throws {
+        try withDatabase { first, fs in
+            var model: [[UInt8]: [UInt8]] = [:]
+            try first.write { tx in
+                try tx.createTree("t")
+                // A deep tree puts the leaf under this transaction's branches (the in-place
+                // path); a lone leaf is the root (the recursive path).
+                let padding = deepTree ? (0 ..< 3_000).map { Array("zz/\($0)".utf8) } : []
+                for key in (10 ... 40).map({ Array("user/00\($0)".utf8) }) + padding {
+                    try tx.put([1], forKey: key, in: "t")
+                    model[key] = [1]
+                }
+            }
+            // Reopened, the leaves are read from their pages, their heads taken after the
+            // prefix their keys share (which "a" lacks).
+            try first.close()
+            let db = try Database(path: "/db", options: smallOptions(), fileSystem: fs)
+            let before = try db.snapshot()
+            let old = model
+            try db.write { tx in try tx.put(put.put.value, forKey: put.put.key, in: "t") }
+            model[put.put.key] = put.put.value
+            func entries(_ snapshot: Snapshot) throws -> [([UInt8], [UInt8])] {
+                var seen: [([UInt8], [UInt8])] = []
+                try snapshot.scan("t", in: KeyRange()) { key, value in seen.append((Array(key), Array(value))); return true }
+                return seen
+            }
+            let sorted = { (m: [[UInt8]: [UInt8]]) in m.sorted { $0.key.lexicographicallyPrecedes($1.key) } }
+            #expect(try entries(before).elementsEqual(sorted(old)) { $0.0 == $1.key && $0.1 == $1.value })
+            let after = try db.snapshot()
+            #expect(try entries(after).elementsEqual(sorted(model)) { $0.0 == $1.key && $0.1 == $1.value })
+            #expect(try model.allSatisfy { try after.get($0.key, in: "t") == $0.value })
+            #expect(try after.count(in: "t") == model.count)
+            try db.checkpoint()
+            #expect(try Inspector(db).verify().isEmpty)
+        }
+    }
+
     @Test("one million keys: insert, ordered iteration, random deletes")
     func millionKeys() throws {
         let n = TestScale.bigTreeKeys
