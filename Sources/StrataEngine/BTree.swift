@@ -21,6 +21,12 @@ struct TreeMutator {
             return (.leaf(leaf), true)
         }
         if let inserted = try putInPlace(root: root, key: key, value: value, replacing: replacing) { return (root, inserted) }
+        return try putSplitting(root: root, key: key, value: value, replacing: replacing)
+    }
+
+    /// The put `putInPlace` declined: down the path and back up it, splitting what
+    /// outgrows its page (the root too).
+    func putSplitting(root: NodeRef, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool) throws -> (root: NodeRef, inserted: Bool) {
         let result = try insert(into: root, key: key, value: value, replacing: replacing)
         guard let split = result.split else { return (result.node, result.inserted) }
         let newRoot = BranchNode(owner: owner, keys: [split.separator], children: [result.node, split.right])
@@ -38,7 +44,7 @@ struct TreeMutator {
     /// - Returns: Whether the key is new; nil when the leaf would split (or the root is not
     ///   this transaction's branch), having changed nothing but such copies: `insert` then
     ///   does the put.
-    private func putInPlace(root: NodeRef, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool) throws -> Bool? {
+    func putInPlace(root: NodeRef, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool) throws -> Bool? {
         // The walk holds no reference: the root is held by the caller's tree state, and
         // each branch below by its parent; nothing else changes the tree meanwhile (a
         // transaction's nodes are its own).
