@@ -11,21 +11,18 @@ struct TreeMutator {
     private func mutable(_ leaf: LeafNode) -> LeafNode { leaf.owner == owner ? leaf : leaf.copy(owner: owner) }
     private func mutable(_ branch: BranchNode) -> BranchNode { branch.owner == owner ? branch : branch.copy(owner: owner) }
 
-    /// Inserts or replaces `key`; returns the new root and whether the key is new. With
-    /// `replacing` false a present key is left as it is: nothing changes and nothing is
-    /// copied (LMDB's `MDB_NOOVERWRITE`), so a create needs one descent, not a lookup and a put.
-    func put(root: NodeRef?, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool = true) throws -> (root: NodeRef, inserted: Bool) {
-        guard let root else {
-            let leaf = LeafNode(owner: owner)
-            leaf.insert(at: 0, key: key, value: value, limits: limits)
-            return (.leaf(leaf), true)
-        }
-        if let inserted = try putInPlace(root: root, key: key, value: value, replacing: replacing) { return (root, inserted) }
-        return try putSplitting(root: root, key: key, value: value, replacing: replacing)
+    /// The root of a tree that was empty, holding `key` alone.
+    func firstRoot(key: UnsafeRawBufferPointer, value: ValueSlot) -> NodeRef {
+        let leaf = LeafNode(owner: owner)
+        leaf.insert(at: 0, key: key, value: value, limits: limits)
+        return .leaf(leaf)
     }
 
-    /// The put `putInPlace` declined: down the path and back up it, splitting what
-    /// outgrows its page (the root too).
+    /// Inserts or replaces `key` where `putInPlace` declined: down the path and back up it,
+    /// splitting what outgrows its page (the root too). Returns the new root and whether
+    /// the key is new. With `replacing` false a present key is left as it is: nothing
+    /// changes and nothing is copied (LMDB's `MDB_NOOVERWRITE`), so a create needs one
+    /// descent, not a lookup and a put.
     func putSplitting(root: NodeRef, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool) throws -> (root: NodeRef, inserted: Bool) {
         let result = try insert(into: root, key: key, value: value, replacing: replacing)
         guard let split = result.split else { return (result.node, result.inserted) }
@@ -33,7 +30,7 @@ struct TreeMutator {
         return (.branch(newRoot), result.inserted)
     }
 
-    /// `put` in place, for the common case: the root is a branch of this transaction, and
+    /// A put in place, for the common case: the root is a branch of this transaction, and
     /// the key's leaf takes the entry without outgrowing its page. The branches on the way
     /// are made this transaction's (a copy put in its parent's slot, when one is not) and
     /// the leaf too, and the entry goes in; no node is handed back up a recursion and
@@ -42,8 +39,8 @@ struct TreeMutator {
     /// 35% of replaying commits into a 3M-record tree (perf).
     ///
     /// - Returns: Whether the key is new; nil when the leaf would split (or the root is not
-    ///   this transaction's branch), having changed nothing but such copies: `insert` then
-    ///   does the put.
+    ///   this transaction's branch), having changed nothing but such copies:
+    ///   `putSplitting` then does the put.
     func putInPlace(root: NodeRef, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool) throws -> Bool? {
         // The walk holds no reference: the root is held by the caller's tree state, and
         // each branch below by its parent; nothing else changes the tree meanwhile (a

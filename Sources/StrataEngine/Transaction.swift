@@ -268,7 +268,9 @@ struct TreeChanges {
     mutating func put(tree: String, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool = true) throws -> Bool {
         let index = try position(of: tree)
         guard let root = trees.values[index].root else {
-            return try store(mutator.put(root: nil, key: key, value: value, replacing: replacing), at: index, replacing: replacing)
+            trees.values[index].root = mutator.firstRoot(key: key, value: value)
+            trees.values[index].entryCount += 1
+            return true
         }
         // Most puts go in place below the root, which then stays as it is: not storing it
         // back spares a retain and a release of the root per put (and their outlined copies
@@ -277,12 +279,7 @@ struct TreeChanges {
             if inserted { trees.values[index].entryCount += 1 }
             return inserted
         }
-        return try store(mutator.putSplitting(root: root, key: key, value: value, replacing: replacing), at: index, replacing: replacing)
-    }
-
-    /// Stores the root a put made in the state at `index`; returns whether the key is new.
-    private mutating func store(_ result: (root: NodeRef, inserted: Bool), at index: Dictionary<String, TreeState>.Index,
-                                replacing: Bool) -> Bool {
+        let result = try mutator.putSplitting(root: root, key: key, value: value, replacing: replacing)
         guard result.inserted || replacing else { return false }
         trees.values[index].root = result.root
         if result.inserted { trees.values[index].entryCount += 1 }
