@@ -95,15 +95,17 @@ struct KeyHeads {
         } else if key.count != wholeLength {
             probe.wholeLength = -1
         }
-        heads.insert(head, at: index)
+        heads.insertMoving(head, at: index)
         return true
     }
 
-    /// These heads, their array copied with room for `room` more (`LeafNode.copy`).
-    func copy(room: Int) -> KeyHeads {
-        var copy = self
-        copy.heads = heads.copy(room: room)
-        return copy
+    /// A copy of the heads `probe` reads, their array copied with room for `room` more
+    /// (`LeafNode.copy`). It takes the probe, not the heads: copying a `KeyHeads` retains
+    /// its array, an atomic operation on a header the copy otherwise never touches.
+    init(copying probe: Probe, room: Int) {
+        self.probe = probe
+        heads = [UInt64](copying: probe.count, at: probe.elements, room: room)
+        self.probe.elements = heads.elementsAddress   // an initializer's writes call no observer
     }
 
     mutating func remove(at index: Int) {
