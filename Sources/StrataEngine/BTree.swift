@@ -38,15 +38,16 @@ struct TreeMutator {
     /// release per node and level, atomic operations on lines the descent had not touched,
     /// 35% of replaying commits into a 3M-record tree (perf).
     ///
+    /// - Parameter top: The tree's root branch, unretained: the caller's tree state holds it.
     /// - Returns: Whether the key is new; nil when the leaf would split (or the root is not
-    ///   this transaction's branch), having changed nothing but such copies:
-    ///   `putSplitting` then does the put.
-    func putInPlace(root: NodeRef, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool) throws -> Bool? {
+    ///   this transaction's), having changed nothing but such copies: `putSplitting` then
+    ///   does the put.
+    func putInPlace(top: Unmanaged<BranchNode>, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool) throws -> Bool? {
         // The walk holds no reference: the root is held by the caller's tree state, and
         // each branch below by its parent; nothing else changes the tree meanwhile (a
         // transaction's nodes are its own).
-        guard case .branch(let top) = root, top.owner == owner else { return nil }
-        var branch = Unmanaged.passUnretained(top)
+        guard top._withUnsafeGuaranteedRef({ $0.owner == owner }) else { return nil }
+        var branch = top
         while true {
             switch try branch._withUnsafeGuaranteedRef({ try stepInPlace(from: $0, key: key, value: value, replacing: replacing) }) {
             case .descend(let child): branch = child

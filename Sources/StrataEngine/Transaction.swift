@@ -267,17 +267,19 @@ struct TreeChanges {
     @discardableResult
     mutating func put(tree: String, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool = true) throws -> Bool {
         let index = try position(of: tree)
+        // Most puts go in place below the root, which then stays as it is: not storing it
+        // back spares a retain and a release of the root per put (and their outlined copies
+        // of the enum, ~190 instructions a put in a W1 load; callgrind). The walk reads the
+        // root unretained: the tree state holds it.
+        if case .branch(let top)? = trees.values[index].root?.unretained,
+           let inserted = try mutator.putInPlace(top: top, key: key, value: value, replacing: replacing) {
+            if inserted { trees.values[index].entryCount += 1 }
+            return inserted
+        }
         guard let root = trees.values[index].root else {
             trees.values[index].root = mutator.firstRoot(key: key, value: value)
             trees.values[index].entryCount += 1
             return true
-        }
-        // Most puts go in place below the root, which then stays as it is: not storing it
-        // back spares a retain and a release of the root per put (and their outlined copies
-        // of the enum, ~190 instructions a put in a W1 load; callgrind).
-        if let inserted = try mutator.putInPlace(root: root, key: key, value: value, replacing: replacing) {
-            if inserted { trees.values[index].entryCount += 1 }
-            return inserted
         }
         let result = try mutator.putSplitting(root: root, key: key, value: value, replacing: replacing)
         guard result.inserted || replacing else { return false }
