@@ -18,6 +18,25 @@ struct TreeMutator {
         return .leaf(leaf)
     }
 
+    /// Whether a write of `key` would change only nodes this transaction owns already (so
+    /// that it copies none), and whether the tree holds `key`: what a buffered write asks
+    /// before it chooses between the tree and the write buffer (`TreeChanges.bufferedPut`).
+    /// An empty tree counts as owned: its first root is a new leaf.
+    func probe(root: NodeRef?, key: UnsafeRawBufferPointer) throws -> (owned: Bool, present: Bool) {
+        guard var ref = root else { return (true, false) }
+        var owned = true
+        while true {
+            if case .stored = ref { owned = false }
+            switch try store.resolve(ref) {
+            case .branch(let branch):
+                owned = owned && branch.owner == owner
+                ref = branch.child(at: branch.childIndex(for: key))
+            case .leaf(let leaf):
+                return (owned && leaf.owner == owner, leaf.search(key).found)
+            }
+        }
+    }
+
     /// Inserts or replaces `key` where `putInPlace` declined: down the path and back up it,
     /// splitting what outgrows its page (the root too). Returns the new root and whether
     /// the key is new. With `replacing` false a present key is left as it is: nothing
@@ -251,6 +270,24 @@ enum TreeReader {
         }
     }
 
+    /// The entry of `key` in a tree with its write buffer: the buffer's newest write of it
+    /// when it has one (a tombstone: absent), otherwise the tree's.
+    @inline(__always)
+    static func locate(store: PageStore, state: TreeState, key: UnsafeRawBufferPointer) throws -> Location? {
+        if state.isBuffered { return try locateBuffered(store: store, state: state, key: key) }
+        return try locate(store: store, root: state.root, key: key)
+    }
+
+    @inline(never)
+    private static func locateBuffered(store: PageStore, state: TreeState, key: UnsafeRawBufferPointer) throws -> Location? {
+        if let pending = state.pending, let i = pending.find(key) { return pending.isDeleted(i) ? nil : (pending.entries, i) }
+        switch state.runs?.find(key) ?? .absent {
+        case .entry(let location): return location
+        case .deleted: return nil
+        case .absent: return try locate(store: store, root: state.root, key: key)
+        }
+    }
+
     /// Where a walk through nodes in memory ended.
     private enum Descent {
         case found(Location)
@@ -288,8 +325,8 @@ enum TreeReader {
     }
 
     /// Calls `body` with the value slot of `key`, or returns nil when it is absent.
-    static func withValue<R>(store: PageStore, root: NodeRef?, key: UnsafeRawBufferPointer, _ body: (ValueSlot) throws -> R) throws -> R? {
-        guard let location = try locate(store: store, root: root, key: key) else { return nil }
+    static func withValue<R>(store: PageStore, state: TreeState, key: UnsafeRawBufferPointer, _ body: (ValueSlot) throws -> R) throws -> R? {
+        guard let location = try locate(store: store, state: state, key: key) else { return nil }
         return try location.leaf.withEntry(location.index) { _, value in try body(value) }
     }
 
@@ -307,7 +344,7 @@ enum TreeReader {
             : try location.leaf.withEntry(location.index) { _, slot in try lend(slot) }
     }
 
-    static func get(store: PageStore, root: NodeRef?, key: UnsafeRawBufferPointer) throws -> [UInt8]? {
-        try withValue(store: store, root: root, key: key) { try store.value($0) }
+    static func get(store: PageStore, state: TreeState, key: UnsafeRawBufferPointer) throws -> [UInt8]? {
+        try withValue(store: store, state: state, key: key) { try store.value($0) }
     }
 }

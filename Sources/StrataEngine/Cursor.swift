@@ -12,21 +12,32 @@
 /// A cursor sees the tree as it was when the cursor was made, even in a write
 /// transaction that keeps changing it. Moving a cursor allocates nothing; `key` and
 /// `value()` copy the bytes out, `withKey`/`withValue` lend them without copying.
+///
+/// Over a tree with buffered writes (`Database.Options.writeBufferEntries`) the cursor
+/// merges the buffer's sorted runs with the tree, the newest write of each key winning and
+/// deletes hiding their keys (`CursorMerge.swift`); over any other tree it walks the tree
+/// alone.
 public final class Cursor {
     let store: PageStore
-    let root: NodeRef?
-    private var path: [(branch: BranchNode, index: Int)] = []
-    private var leaf: LeafNode?
-    private var index = 0
+    @exclusivity(unchecked) var tree: TreeCursor
+    /// The merge of the write buffer's runs with `tree`; nil when the tree has no buffer.
+    @exclusivity(unchecked) var merge: RunMerge?
 
-    init(store: PageStore, root: NodeRef?) {
+    init(store: PageStore, state: TreeState) {
+        assert(state.pending == nil, "a cursor reads sorted runs: pending writes are sorted first (WriteTransaction.treeHandle)")
         self.store = store
-        self.root = root
-        path.reserveCapacity(8)
+        self.tree = TreeCursor(store: store, root: state.root)
+        self.merge = state.runs.map { RunMerge(runs: $0.runs) }
     }
 
     /// Whether the cursor is on an entry.
-    public var isValid: Bool { leaf != nil }
+    public var isValid: Bool { merge?.isValid ?? tree.isValid }
+
+    /// The entry the cursor is on: in the tree or in a buffered run.
+    private var location: TreeReader.Location? {
+        guard let merge else { return tree.location }
+        return merge.location(tree: tree)
+    }
 
     /// Moves to the first entry; false when the tree is empty.
     ///
@@ -34,7 +45,8 @@ public final class Cursor {
     /// - Throws: `StrataError.corruption` for damaged pages; `.io`.
     @discardableResult
     public func first() throws -> Bool {
-        try descend(from: root, toFirst: true)
+        guard merge != nil else { return try tree.first() }
+        return try mergedFirst()
     }
 
     /// Moves to the last entry; false when the tree is empty.
@@ -43,7 +55,8 @@ public final class Cursor {
     /// - Throws: `StrataError.corruption` for damaged pages; `.io`.
     @discardableResult
     public func last() throws -> Bool {
-        try descend(from: root, toFirst: false)
+        guard merge != nil else { return try tree.last() }
+        return try mergedLast()
     }
 
     /// Moves to the first entry whose key is `>= key`; false when there is none.
@@ -66,36 +79,8 @@ public final class Cursor {
     /// - Throws: `StrataError.corruption` for damaged pages; `.io`.
     @discardableResult
     public func seek(to key: UnsafeRawBufferPointer) throws -> Bool {
-        // The leaf holds every key of the tree between its first and last: for a key in
-        // that span, the first entry at or after it is in the leaf.
-        if let current = leaf, index < current.count {
-            // Forward (the common case: ascending lookups): search from here on.
-            if let found = current.search(key, onFrom: index) {
-                index = found.index
-                return true
-            }
-            if current.compareKey(at: index, with: key) > 0, current.compareKey(at: 0, with: key) <= 0 {
-                index = current.search(key).index
-                return true
-            }
-        }
-        path.removeAll(keepingCapacity: true)
-        leaf = nil
-        guard var ref = root else { return false }
-        while true {
-            switch try store.resolve(ref, for: .scan) {
-            case .branch(let branch):
-                let i = branch.childIndex(for: key)
-                path.append((branch, i))
-                ref = branch.child(at: i)
-            case .leaf(let found):
-                leaf = found
-                index = found.search(key).index
-                if index < found.count { return true }
-                index = found.count - 1
-                return try next()
-            }
-        }
+        guard merge != nil else { return try tree.seek(to: key) }
+        return try mergedSeek(to: key)
     }
 
     /// Moves to the last entry whose key is `<= key` (or `< key` when `inclusive` is
@@ -115,22 +100,13 @@ public final class Cursor {
     }
 
     /// Moves to the next entry; false (and invalid) past the last one.
+    ///
+    /// - Returns: Whether the cursor is on an entry.
+    /// - Throws: `StrataError.corruption` for damaged pages; `.io`.
     @discardableResult
     public func next() throws -> Bool {
-        guard let current = leaf else { return false }
-        if index + 1 < current.count {
-            index += 1
-            return true
-        }
-        while let (branch, i) = path.popLast() {
-            if i + 1 < branch.childCount {
-                path.append((branch, i + 1))
-                if try descend(from: branch.child(at: i + 1), toFirst: true, resetPath: false) { return true }
-                return try next()
-            }
-        }
-        leaf = nil
-        return false
+        guard merge != nil else { return try tree.next() }
+        return try mergedNext()
     }
 
     /// Moves to the previous entry; false (and invalid) before the first one.
@@ -139,40 +115,8 @@ public final class Cursor {
     /// - Throws: `StrataError.corruption` for damaged pages; `.io`.
     @discardableResult
     public func previous() throws -> Bool {
-        guard leaf != nil else { return false }
-        if index > 0 {
-            index -= 1
-            return true
-        }
-        while let (branch, i) = path.popLast() {
-            if i > 0 {
-                path.append((branch, i - 1))
-                if try descend(from: branch.child(at: i - 1), toFirst: false, resetPath: false) { return true }
-                return try previous()
-            }
-        }
-        leaf = nil
-        return false
-    }
-
-    private func descend(from start: NodeRef?, toFirst: Bool, resetPath: Bool = true) throws -> Bool {
-        if resetPath { path.removeAll(keepingCapacity: true) }
-        leaf = nil
-        guard var ref = start else { return false }
-        while true {
-            switch try store.resolve(ref, for: .scan) {
-            case .branch(let branch):
-                let i = toFirst ? 0 : branch.childCount - 1
-                path.append((branch, i))
-                ref = branch.child(at: i)
-            case .leaf(let found):
-                leaf = found
-                index = toFirst ? 0 : found.count - 1
-                if found.count > 0 { return true }
-                // An empty leaf is only transient; step over it.
-                return toFirst ? try next() : try previous()
-            }
-        }
+        guard merge != nil else { return try tree.previous() }
+        return try mergedPrevious()
     }
 
     /// The current key. Only valid while `isValid`.
@@ -183,7 +127,7 @@ public final class Cursor {
     /// - Returns: A copy of the value; empty when the cursor is not on an entry.
     /// - Throws: `StrataError.corruption` for a damaged value frame; `.io`.
     public func value() throws -> [UInt8] {
-        guard let leaf else { return [] }
+        guard let (leaf, index) = location else { return [] }
         return try leaf.withEntry(index) { _, value in try store.value(value) }
     }
 
@@ -193,7 +137,7 @@ public final class Cursor {
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     public func withKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        guard let leaf else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        guard let (leaf, index) = location else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
         return try leaf.withEntry(index) { key, _ in try body(key) }
     }
 
@@ -203,13 +147,8 @@ public final class Cursor {
     /// - Returns: What `body` returns.
     /// - Throws: `StrataError.corruption` for a damaged value frame; what `body` throws.
     public func withValue<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        guard let leaf else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-        return try leaf.withEntry(index) { _, slot in
-            switch slot {
-            case .inline(let bytes): return try body(bytes)
-            case .overflow: return try store.value(slot).withUnsafeBytes(body)
-            }
-        }
+        guard let location else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try TreeReader.lend(location, from: store, unchanging: false, to: body)
     }
 
     /// Visits the entries of `range` in order (or reverse order) until `body` returns
@@ -231,28 +170,13 @@ public final class Cursor {
                 if more, withKey({ compareBytes(key, $0) == 0 }) { more = try next() }
             }
         }
-        while more, let leaf {
-            let keepGoing = try leaf.storage.withUnsafeBytes { raw -> Bool? in
-                // Walk the rest of this leaf with one buffer borrow.
-                while true {
-                    let e = LeafNode.entry(in: raw, at: Int(leaf.starts[index]))
-                    if reverse ? !range.isWithinLower(e.key) : !range.isWithinUpper(e.key) { return false }
-                    let wantsMore: Bool
-                    switch e.value {
-                    case .inline(let value): wantsMore = try body(e.key, value)
-                    case .overflow: wantsMore = try store.value(e.value).withUnsafeBytes { try body(e.key, $0) }
-                    }
-                    if !wantsMore { return false }
-                    if reverse {
-                        if index == 0 { return nil }
-                        index -= 1
-                    } else {
-                        if index + 1 == leaf.count { return nil }
-                        index += 1
-                    }
-                }
+        guard merge != nil else { return try tree.walk(range, reverse: reverse, body) }
+        while more {
+            let wantsMore = try withKey { key in
+                guard reverse ? range.isWithinLower(key) : range.isWithinUpper(key) else { return false }
+                return try withValue { try body(key, $0) }
             }
-            if keepGoing == false { return }
+            guard wantsMore else { return }
             more = reverse ? try previous() : try next()
         }
     }

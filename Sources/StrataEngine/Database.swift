@@ -102,6 +102,24 @@ public final class Database: Sendable {
         /// When the file is compacted without a call to `compact()`: by default, once it has
         /// grown to twice its compacted size and 64 MiB (`AutoCompaction`). nil: never.
         public var autoCompaction: AutoCompaction? = AutoCompaction()
+        /// Buffer the writes that would copy a leaf a snapshot shares, and merge them into
+        /// their tree in key order once a tree's buffer holds more than this many entries,
+        /// or an eighth of the tree's (at most 2,097,152). nil (the default): every write
+        /// goes straight into its tree.
+        ///
+        /// A write transaction copies a leaf the first time it changes one that the
+        /// committed tree shares, so a transaction of scattered keys copies about one leaf
+        /// per key. Buffered, those writes are sorted at commit and reach the tree in
+        /// batches, about one copy per leaf per merge: for bulk loads in many small
+        /// transactions. Reads look at the buffer first (a hash and a search per run), and
+        /// a checkpoint, a compaction or `verify()` merges it first. Nothing changes on
+        /// disk: every buffered write is in the log. See docs/WRITE-BUFFER.md.
+        ///
+        /// ```swift
+        /// var options = Database.Options()
+        /// options.writeBufferEntries = 65_536
+        /// ```
+        public var writeBufferEntries: Int? = nil
         /// Checkpoint in `close()`, so the next open replays nothing.
         public var checkpointOnClose = true
         /// What opening does with damage followed by valid commits: refuse (`.strict`, the
@@ -633,9 +651,14 @@ public final class Database: Sendable {
     func checkpointHoldingGate(closing: Bool = false, known: [ObjectIdentifier: NodeWriter.Written] = [:],
                                startedAt: ContinuousClock.Instant = .now) throws {
         try settleHoldingGate()
-        let current = writer.latest
-        guard writer.logBytes > 0 || writer.checkpoint == nil && !current.trees.isEmpty else { return }
+        let latest = writer.latest
+        guard writer.logBytes > 0 || writer.checkpoint == nil && !latest.trees.isEmpty else { return }
         let store = writer.store
+        // A checkpoint names trees as of a log position, and replay after it starts there:
+        // writes still in a write buffer would be lost to it, so they go into their trees
+        // first (copies by an owner of their own: the published trees stay as they are).
+        let merged = try TreeChanges.mergingBuffers(of: latest.trees, mutator: TreeMutator(store: store, owner: nextOwner()))
+        let current = Snapshot(store: store, trees: merged, sequence: latest.sequence)
         let start = writer.end
         var nodes = NodeWriter(store: store, appender: FrameAppender(file: store.file, salt: store.salt, position: start,
                                                                      durableUpTo: durableHorizon()))

@@ -6,6 +6,11 @@ public struct Statistics: Sendable, Equatable {
         public var name: String
         /// Its entry count.
         public var entryCount: Int
+        /// Of those writes, how many wait in the tree's write buffer to be merged into it
+        /// (puts and deletes; `Database.Options.writeBufferEntries`), in how many sorted runs.
+        public var bufferedWrites: Int = 0
+        /// The sorted runs the buffered writes are in: a lookup searches each.
+        public var bufferedRuns: Int = 0
     }
 
     /// The file.
@@ -202,7 +207,11 @@ extension Database {
             lastBackgroundCompaction: compacted.last, longestBackgroundWriterPause: compacted.longestPause,
             backgroundCheckpoints: checkpointed.completed, abandonedBackgroundCheckpoints: checkpointed.abandoned,
             longestBackgroundCheckpointPause: checkpointed.longestPause,
-            trees: snapshot.treeNames.map { Statistics.Tree(name: $0, entryCount: Int(snapshot.trees[$0]!.entryCount)) })
+            trees: snapshot.treeNames.map { name in
+                let state = snapshot.trees[name]!
+                return Statistics.Tree(name: name, entryCount: Int(state.entryCount),
+                                       bufferedWrites: state.runs?.entries ?? 0, bufferedRuns: state.runs?.runs.count ?? 0)
+            })
     }
 
     /// Walks every tree to report its shape and size, and the file's live and dead bytes.

@@ -1,7 +1,17 @@
 /// The state of one tree in a snapshot or transaction.
 struct TreeState: @unchecked Sendable {
     var root: NodeRef?
+    /// Every entry the tree holds, its write buffer's included: kept exact at each write.
     var entryCount: UInt64
+    /// The tree's write buffer: sorted runs newer than the tree (docs/WRITE-BUFFER.md); nil
+    /// when nothing is buffered.
+    var runs: SortedRuns? = nil
+    /// A write transaction's own buffered writes, newer than `runs`; nil in a snapshot.
+    var pending: PendingWrites? = nil
+
+    /// Whether reads must look at buffered writes before the tree.
+    @inline(__always)
+    var isBuffered: Bool { runs != nil || pending != nil }
 }
 
 /// One tree of a snapshot or transaction, as handed to the shared read operations.
@@ -25,7 +35,7 @@ public struct TreeHandle {
     /// - Returns: What `body` returns, or nil when the key is absent.
     /// - Throws: `StrataError.corruption`; what `body` throws.
     public func withValue<R>(forKey key: some KeyComponent, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
-        guard let location = try key.withKeyBytes({ try TreeReader.locate(store: store, root: state.root, key: $0) }) else { return nil }
+        guard let location = try key.withKeyBytes({ try TreeReader.locate(store: store, state: state, key: $0) }) else { return nil }
         return try TreeReader.lend(location, from: store, unchanging: unchanging, to: body)
     }
 
@@ -46,7 +56,7 @@ public struct TreeHandle {
     /// - Returns: What `body` returns, or nil when the key is absent.
     /// - Throws: `StrataError.corruption`; what `body` throws.
     public func withValue<R>(_ key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
-        guard let location = try TreeReader.locate(store: store, root: state.root, key: key) else { return nil }
+        guard let location = try TreeReader.locate(store: store, state: state, key: key) else { return nil }
         return try TreeReader.lend(location, from: store, unchanging: unchanging, to: body)
     }
 }
@@ -84,7 +94,7 @@ extension TreeReading {
     /// - Throws: `StrataError.treeNotFound`; `.corruption` for damaged pages; `.io`.
     public func get(_ key: [UInt8], in tree: String) throws -> [UInt8]? {
         let handle = try treeHandle(tree, forIteration: false)
-        return try key.withUnsafeBytes { try TreeReader.get(store: handle.store, root: handle.state.root, key: $0) }
+        return try key.withUnsafeBytes { try TreeReader.get(store: handle.store, state: handle.state, key: $0) }
     }
 
     /// Lends the value stored for `key` to `body` without copying it (when it is stored
@@ -100,7 +110,7 @@ extension TreeReading {
         // The key's buffer serves only the (non-generic) search: a `withUnsafeBytes` whose
         // result were `R?` would cost a metadata lookup per call in unspecialized callers.
         let handle = try treeHandle(tree, forIteration: false)
-        guard let location = try key.withUnsafeBytes({ try TreeReader.locate(store: handle.store, root: handle.state.root, key: $0) }) else { return nil }
+        guard let location = try key.withUnsafeBytes({ try TreeReader.locate(store: handle.store, state: handle.state, key: $0) }) else { return nil }
         return try TreeReader.lend(location, from: handle.store, unchanging: handle.unchanging, to: body)
     }
 
@@ -141,13 +151,13 @@ extension TreeReading {
     /// - Returns: True when the tree holds the key.
     public func contains(_ key: [UInt8], in tree: String) throws -> Bool {
         let handle = try treeHandle(tree, forIteration: false)
-        return try key.withUnsafeBytes { try TreeReader.withValue(store: handle.store, root: handle.state.root, key: $0) { _ in true } } ?? false
+        return try key.withUnsafeBytes { try TreeReader.withValue(store: handle.store, state: handle.state, key: $0) { _ in true } } ?? false
     }
 
     /// The number of entries in `tree`.
     ///
     /// - Parameter tree: The tree's name.
-    /// - Returns: Its entry count, kept in the tree's root: no pages are read.
+    /// - Returns: Its entry count, kept exact at every write: no pages are read.
     /// - Throws: `StrataError.treeNotFound`.
     public func count(in tree: String) throws -> Int {
         Int(try treeHandle(tree, forIteration: false).state.entryCount)
@@ -160,7 +170,7 @@ extension TreeReading {
     /// - Throws: `StrataError.treeNotFound`.
     public func cursor(_ tree: String) throws -> Cursor {
         let handle = try treeHandle(tree, forIteration: true)
-        return Cursor(store: handle.store, root: handle.state.root)
+        return Cursor(store: handle.store, state: handle.state)
     }
 
     /// Visits the entries of `range` in key order (or reverse) until `body` returns false.
@@ -237,106 +247,6 @@ public final class Snapshot: TreeReading, Sendable {
     public func hasTree(_ name: String) -> Bool { state(ofTree: name) != nil }
 }
 
-/// Applies tree mutations for one owner id: shared by write transactions and log replay.
-struct TreeChanges {
-    private(set) var trees: [String: TreeState]
-    var mutator: TreeMutator
-    /// The trees the applied operations named, when the caller asked (non-nil): what a
-    /// refreshing reader tells its observers.
-    var touched: Set<String>? = nil
-    /// The tree the last put or delete named, and where its state is in `trees`: a
-    /// transaction's puts mostly name one tree, and finding it by name hashed the name at
-    /// every put (~170 instructions, 4.6% of a W1 load's; callgrind). An index stays valid
-    /// while no key is added to or removed from `trees`; `createTree`, `dropTree` and
-    /// `replaceTrees` forget it.
-    private var lastTree: (name: String, index: Dictionary<String, TreeState>.Index)?
-
-    init(trees: [String: TreeState], mutator: TreeMutator) {
-        self.trees = trees
-        self.mutator = mutator
-    }
-
-    /// Starts again from `trees` (a replay that gives up a batch).
-    mutating func replaceTrees(_ trees: [String: TreeState]) {
-        self.trees = trees
-        lastTree = nil
-    }
-
-    /// Puts `key`; with `replacing` false a present key is left unchanged. Returns whether
-    /// the key is new.
-    @discardableResult
-    mutating func put(tree: String, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool = true) throws -> Bool {
-        let index = try position(of: tree)
-        // Most puts go in place below the root, which then stays as it is: not storing it
-        // back spares a retain and a release of the root per put (and their outlined copies
-        // of the enum, ~190 instructions a put in a W1 load; callgrind). The walk reads the
-        // root unretained: the tree state holds it.
-        if case .branch(let top)? = trees.values[index].root?.unretained,
-           let inserted = try mutator.putInPlace(top: top, key: key, value: value, replacing: replacing) {
-            if inserted { trees.values[index].entryCount += 1 }
-            return inserted
-        }
-        guard let root = trees.values[index].root else {
-            trees.values[index].root = mutator.firstRoot(key: key, value: value)
-            trees.values[index].entryCount += 1
-            return true
-        }
-        let result = try mutator.putSplitting(root: root, key: key, value: value, replacing: replacing)
-        guard result.inserted || replacing else { return false }
-        trees.values[index].root = result.root
-        if result.inserted { trees.values[index].entryCount += 1 }
-        return result.inserted
-    }
-
-    mutating func delete(tree: String, key: UnsafeRawBufferPointer) throws -> Bool {
-        let index = try position(of: tree)
-        let result = try mutator.delete(root: trees.values[index].root, key: key)
-        guard result.removed else { return false }
-        trees.values[index].root = result.root
-        trees.values[index].entryCount -= 1
-        return true
-    }
-
-    /// Where `tree`'s state is in `trees`: a put or delete finds it by name at most once
-    /// and changes the state in place (a lookup, then an assignment by name, hashed it
-    /// twice: ~450 instructions of each record put in a W1 load; callgrind). The same tree
-    /// as the last is found by comparing names, with no hashing.
-    @inline(__always)
-    private mutating func position(of tree: String) throws -> Dictionary<String, TreeState>.Index {
-        if let last = lastTree, last.name == tree { return last.index }
-        guard let index = trees.index(forKey: tree) else { throw StrataError.treeNotFound(tree) }
-        lastTree = (tree, index)
-        return index
-    }
-
-    /// - Throws: `StrataError.treeNotFound` when no tree is called `name`.
-    func requireTree(_ name: String) throws {
-        guard trees[name] != nil else { throw StrataError.treeNotFound(name) }
-    }
-
-    mutating func createTree(_ name: String) throws {
-        guard trees[name] == nil else { throw StrataError.treeAlreadyExists(name) }
-        lastTree = nil
-        trees[name] = TreeState(root: nil, entryCount: 0)
-    }
-
-    mutating func dropTree(_ name: String) throws {
-        lastTree = nil
-        guard trees.removeValue(forKey: name) != nil else { throw StrataError.treeNotFound(name) }
-    }
-
-    mutating func apply(_ operation: LogOperation) throws {
-        if touched != nil { touched!.insert(operation.tree) }
-        switch operation {
-        case .put(let tree, let key, let value): try put(tree: tree, key: key, value: .inline(value))
-        case .putStored(let tree, let key, let address, let length): try put(tree: tree, key: key, value: .overflow(address, length: length))
-        case .delete(let tree, let key): _ = try delete(tree: tree, key: key)
-        case .createTree(let name): try createTree(name)
-        case .dropTree(let name): try dropTree(name)
-        }
-    }
-}
-
 /// The one read-write transaction of a database. Changes are visible to this transaction
 /// at once and to everyone else after `commit()`; `rollback()` (or letting the transaction
 /// go) discards them.
@@ -367,6 +277,7 @@ public final class WriteTransaction: TreeReading {
     init(database: Database, snapshot: Snapshot, owner: UInt64, values: PendingValueFrames?) {
         self.database = database
         self.changes = TreeChanges(trees: snapshot.trees, mutator: TreeMutator(store: snapshot.store, owner: owner))
+        self.changes.buffer = database.options.writeBufferEntries.map { WriteBufferPolicy(minimumEntries: $0) }
         self.values = values
     }
 
@@ -394,11 +305,14 @@ public final class WriteTransaction: TreeReading {
     ///   - forIteration: Whether the handle will walk many entries (it may then read ahead).
     /// - Returns: The handle, showing this transaction's uncommitted changes.
     public func treeHandle(_ name: String, forIteration: Bool) throws -> TreeHandle {
-        guard let state = changes.trees[name] else { throw StrataError.treeNotFound(name) }
+        guard changes.trees[name] != nil else { throw StrataError.treeNotFound(name) }
         if forIteration {
-            // Freeze what the cursor sees: later writes copy nodes instead of changing them.
+            // Freeze what the cursor sees: later writes copy nodes instead of changing them,
+            // and buffered writes go on in pending writes of their own.
+            try changes.flushPending(tree: name)
             changes.mutator = TreeMutator(store: store, owner: database.nextOwner())
         }
+        let state = changes.trees[name]!
         return TreeHandle(store: store, state: state, unchanging: false)
     }
 
@@ -559,6 +473,7 @@ public final class WriteTransaction: TreeReading {
         }
         let written: UInt64?
         do {
+            if let policy = changes.buffer { try changes.settleBuffers(policy: policy) }
             written = try database.commit(log: log, values: values, trees: changes.trees)
         } catch {
             releasePendingValues(committed: false)

@@ -18,9 +18,11 @@ struct ModelBasedTests {
         let options: Database.Options
         var failures = 0
 
-        init(seed: UInt64) throws {
+        init(seed: UInt64, writeBuffer: Int?) throws {
             rng = SeededGenerator(seed: seed)
-            options = smallOptions(pageSize: 512, checkpointLogBytes: 4096)
+            var options = smallOptions(pageSize: 512, checkpointLogBytes: 4096)
+            options.writeBufferEntries = writeBuffer
+            self.options = options
             db = try Database(path: "/model.strata", options: options, fileSystem: fs)
         }
 
@@ -79,10 +81,16 @@ struct ModelBasedTests {
                     continue
                 }
                 switch Int.random(in: 0 ..< 100, using: &rng) {
-                case 0 ..< 50:
+                case 0 ..< 44:
                     let key = randomKey(), value = randomValue()
                     try tx.put(value, forKey: key, in: tree)
                     working[tree]![key] = value
+                case 44 ..< 50:
+                    let key = Bool.random(using: &rng) ? (working[tree]!.keys.randomElement(using: &rng) ?? randomKey()) : randomKey()
+                    let value = randomValue()
+                    let inserted = try tx.insert(value, forKey: key, in: tree)
+                    check(inserted == (working[tree]![key] == nil), "insert result")
+                    if inserted { working[tree]![key] = value }
                 case 50 ..< 75:
                     let key = Bool.random(using: &rng) ? (working[tree]!.keys.randomElement(using: &rng) ?? randomKey()) : randomKey()
                     let removed = try tx.delete(key, in: tree)
@@ -134,9 +142,13 @@ struct ModelBasedTests {
         }
     }
 
-    @Test("random transactions match a dictionary model, with reopens, checkpoints, compactions and old snapshots", arguments: [1, 2, 3] as [UInt64])
-    func randomTransactions(seed: UInt64) throws {
-        var checker = try Checker(seed: seed)
+    /// Three seeds writing straight into the trees, and three with writes buffered and
+    /// merged every few entries (3), or at about a tree's eighth (40 entries at least), so
+    /// that lookups, scans and counts meet pending writes, runs and merges at every step.
+    @Test("random transactions match a dictionary model, with reopens, checkpoints, compactions and old snapshots",
+          arguments: [(1, nil), (2, nil), (3, nil), (4, 3), (5, 3), (6, 40)] as [(UInt64, Int?)])
+    func randomTransactions(seed: UInt64, writeBuffer: Int?) throws {
+        var checker = try Checker(seed: seed, writeBuffer: writeBuffer)
         for _ in 0 ..< TestScale.randomTransactions / 3 {
             try checker.step()
             if checker.failures > 0 { break }

@@ -34,9 +34,11 @@ struct PowerLossTests {
         return acknowledged
     }
 
+    /// Each checkpoint mode, and writes buffered with merges forced small (every few puts),
+    /// so that crashes land with buffered writes pending, mid-merge and mid-checkpoint.
     @Test("after a power loss at any point, the database holds the acknowledged commits, whole",
-          arguments: [Database.BackgroundCheckpoints.never, .always])
-    func powerLossAtEveryPoint(checkpoints: Database.BackgroundCheckpoints) throws {
+          arguments: [(Database.BackgroundCheckpoints.never, nil), (.always, nil), (.always, 3)] as [(Database.BackgroundCheckpoints, Int?)])
+    func powerLossAtEveryPoint(checkpoints: Database.BackgroundCheckpoints, writeBuffer: Int?) throws {
         let states = NumberedWorkload.states(through: Self.maxCommits)
         var outcomes = [0, 0]  // [exactly acknowledged, plus the in-flight commit]
         let points = TestScale.powerLossPoints
@@ -46,6 +48,7 @@ struct PowerLossTests {
             fs.crashAtOperation = Int.random(in: 1 ... 260, using: &rng)
             var options = smallOptions(pageSize: 512, checkpointLogBytes: UInt64(Int.random(in: 1 ... 8, using: &rng) * 1024))
             options.backgroundCheckpoints = checkpoints
+            options.writeBufferEntries = writeBuffer
             let acknowledged = runUntilCrash(fs, rng: &rng, options: options)
             fs.powerLoss(using: &rng)
 

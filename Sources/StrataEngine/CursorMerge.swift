@@ -1,0 +1,145 @@
+/// The write buffer's side of a cursor over a tree with buffered writes: a position in each
+/// sorted run, and which source the cursor is on.
+///
+/// The sources are the runs, newest first, then the tree (source number `runs.count`).
+/// Moving forward, every source rests on its first key at or after the cursor's; the cursor
+/// is on the smallest key among them, from the newest source holding it. A tombstone there
+/// hides the key: the cursor steps every source past it and looks again. Backward is the
+/// mirror image, and turning around places every source on the other side of the current
+/// key first. (LevelDB's merging iterator works the same way.)
+final class RunMerge {
+    let runs: [BufferRun]
+    /// Each run's entry index; out of `0 ..< count` when the run is past its end.
+    var positions: [Int]
+    var forward = true
+    /// The source the cursor is on; nil when it is on no entry.
+    var winner: Int?
+    /// The current key, copied while the sources move away from it.
+    var scratch: [UInt8] = []
+
+    init(runs: [BufferRun]) {
+        self.runs = runs
+        self.positions = Array(repeating: -1, count: runs.count)
+    }
+
+    var isValid: Bool { winner != nil }
+
+    /// The entry the cursor is on.
+    func location(tree: TreeCursor) -> TreeReader.Location? {
+        guard let winner else { return nil }
+        return winner < runs.count ? (runs[winner].entries, positions[winner]) : tree.location
+    }
+}
+
+extension Cursor {
+    private var runMerge: RunMerge { merge.unsafelyUnwrapped }
+
+    /// The key source `s` is on, lent (valid until that source moves); nil past its end.
+    private func key(ofSource s: Int) -> UnsafeRawBufferPointer? {
+        let merge = runMerge
+        guard s < merge.runs.count else { return tree.isValid ? tree.withKey { $0 } : nil }
+        let position = merge.positions[s]
+        return position >= 0 && position < merge.runs[s].count ? merge.runs[s].key(at: position) : nil
+    }
+
+    /// Puts the cursor on the next entry in the direction from where the sources rest,
+    /// stepping over tombstones; false when no source has one.
+    private func settle(forward: Bool) throws -> Bool {
+        let merge = runMerge
+        merge.forward = forward
+        while true {
+            var best: (source: Int, key: UnsafeRawBufferPointer)?
+            for s in 0 ... merge.runs.count {
+                guard let key = key(ofSource: s) else { continue }
+                guard let current = best else {
+                    best = (s, key)
+                    continue
+                }
+                // On equal keys the newer source (found first) stays.
+                let order = compareBytes(key, current.key)
+                if forward ? order < 0 : order > 0 { best = (s, key) }
+            }
+            guard let (source, key) = best else {
+                merge.winner = nil
+                return false
+            }
+            guard source < merge.runs.count, merge.runs[source].isDeleted(merge.positions[source]) else {
+                merge.winner = source
+                return true
+            }
+            holdCurrentKey(key)
+            try merge.scratch.withUnsafeBytes { try stepSources(at: $0, forward: forward) }
+        }
+    }
+
+    private func holdCurrentKey(_ key: UnsafeRawBufferPointer) {
+        runMerge.scratch.removeAll(keepingCapacity: true)
+        runMerge.scratch.append(contentsOf: key)
+    }
+
+    /// Moves every source resting on `key` one entry in the direction.
+    private func stepSources(at key: UnsafeRawBufferPointer, forward: Bool) throws {
+        let merge = runMerge
+        for s in 0 ... merge.runs.count {
+            guard let current = self.key(ofSource: s), compareBytes(current, key) == 0 else { continue }
+            if s < merge.runs.count {
+                merge.positions[s] += forward ? 1 : -1
+            } else {
+                _ = forward ? try tree.next() : try tree.previous()
+            }
+        }
+    }
+
+    func mergedFirst() throws -> Bool {
+        for s in runMerge.runs.indices { runMerge.positions[s] = 0 }
+        try tree.first()
+        return try settle(forward: true)
+    }
+
+    func mergedLast() throws -> Bool {
+        for (s, run) in runMerge.runs.enumerated() { runMerge.positions[s] = run.count - 1 }
+        try tree.last()
+        return try settle(forward: false)
+    }
+
+    func mergedSeek(to key: UnsafeRawBufferPointer) throws -> Bool {
+        for (s, run) in runMerge.runs.enumerated() { runMerge.positions[s] = run.search(key).index }
+        try tree.seek(to: key)
+        return try settle(forward: true)
+    }
+
+    func mergedNext() throws -> Bool {
+        let merge = runMerge
+        guard let winner = merge.winner, let current = key(ofSource: winner) else { return false }
+        holdCurrentKey(current)
+        try merge.scratch.withUnsafeBytes { key in
+            if merge.forward {
+                try stepSources(at: key, forward: true)
+            } else {
+                // Turning around: every source to its first key after the current one.
+                for (s, run) in merge.runs.enumerated() {
+                    let (index, found) = run.search(key)
+                    merge.positions[s] = found ? index + 1 : index
+                }
+                try tree.seek(after: key)
+            }
+        }
+        return try settle(forward: true)
+    }
+
+    func mergedPrevious() throws -> Bool {
+        let merge = runMerge
+        guard let winner = merge.winner, let current = key(ofSource: winner) else { return false }
+        holdCurrentKey(current)
+        try merge.scratch.withUnsafeBytes { key in
+            if !merge.forward {
+                try stepSources(at: key, forward: false)
+            } else {
+                // Turning around: every source to its last key before the current one.
+                for (s, run) in merge.runs.enumerated() { merge.positions[s] = run.search(key).index - 1 }
+                try tree.seek(before: key)
+            }
+        }
+        return try settle(forward: false)
+    }
+}

@@ -1,0 +1,80 @@
+/// A write transaction's own buffered writes to one tree, not yet sorted into a run
+/// (docs/WRITE-BUFFER.md): the newest put or delete of each key, found by hashing the key.
+///
+/// Entries are appended to an unsorted leaf (a key written again gets a new entry, and the
+/// old one is left behind), so a put costs an append and a hash, and a lookup that finds
+/// its key here lends the value as any leaf lends one (`TreeReader.Location`). Sorting
+/// waits for the commit, or for a cursor, which needs key order (`sortedRun`).
+final class PendingWrites {
+    /// The entries in the order written; only those the table points at are current.
+    let entries = LeafNode(owner: 0)
+    /// One bit per entry: set for a delete (a tombstone).
+    private var deleted: [UInt64] = []
+    /// Open addressing, linear probing: entry index + 1, or 0 for an empty slot. At most
+    /// half full.
+    private var slots: [Int32] = Array(repeating: 0, count: 64)
+    /// The keys held (the table's used slots).
+    private(set) var keys = 0
+
+    /// The entry written last for `key`.
+    func find(_ key: UnsafeRawBufferPointer) -> Int? {
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: XXH64.hash(key)) & mask
+        while true {
+            let stored = Int(slots[slot])
+            if stored == 0 { return nil }
+            if compareBytes(entries.withUnchangingEntry(stored - 1) { k, _ in k }, key) == 0 { return stored - 1 }
+            slot = (slot + 1) & mask
+        }
+    }
+
+    /// Whether entry `i` is a delete.
+    func isDeleted(_ i: Int) -> Bool { deleted[i >> 6] & (1 << UInt64(i & 63)) != 0 }
+
+    /// Records the newest write of `key`: `value`, or a delete when it is nil.
+    func write(_ key: UnsafeRawBufferPointer, _ value: ValueSlot?, limits: NodeLimits) {
+        let i = entries.count
+        // Entry numbers fit the table's 32 bits: a buffer is merged long before
+        // (`WriteBufferPolicy.maximumEntries`).
+        assert(i < Int(Int32.max))
+        if i & 63 == 0 { deleted.append(0) }
+        if value == nil { deleted[i >> 6] |= 1 << UInt64(i & 63) }
+        entries.insert(at: i, key: key, value: value ?? .inline(UnsafeRawBufferPointer(start: nil, count: 0)), limits: limits)
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: XXH64.hash(key)) & mask
+        while slots[slot] != 0 {
+            if compareBytes(entries.withUnchangingEntry(Int(slots[slot]) - 1) { k, _ in k }, key) == 0 {
+                slots[slot] = Int32(i + 1)
+                return
+            }
+            slot = (slot + 1) & mask
+        }
+        slots[slot] = Int32(i + 1)
+        keys += 1
+        if keys * 2 > slots.count { grow() }
+    }
+
+    private func grow() {
+        var larger = [Int32](repeating: 0, count: slots.count * 2)
+        let mask = larger.count - 1
+        for stored in slots where stored != 0 {
+            var slot = Int(truncatingIfNeeded: XXH64.hash(entries.withUnchangingEntry(Int(stored) - 1) { k, _ in k })) & mask
+            while larger[slot] != 0 { slot = (slot + 1) & mask }
+            larger[slot] = stored
+        }
+        slots = larger
+    }
+
+    /// The current write of every key, in key order, as a run.
+    func sortedRun(limits: NodeLimits) -> BufferRun {
+        var current = slots.compactMap { $0 == 0 ? nil : Int($0) - 1 }
+        let leaf = entries
+        current.sort { compareBytes(leaf.withUnchangingEntry($0) { k, _ in k }, leaf.withUnchangingEntry($1) { k, _ in k }) < 0 }
+        var builder = BufferRun.Builder(capacity: leaf.storage.count)
+        for i in current {
+            let deleted = isDeleted(i)
+            leaf.withUnchangingEntry(i) { key, value in builder.append(key: key, value: deleted ? nil : value, limits: limits) }
+        }
+        return builder.finish()
+    }
+}

@@ -1,0 +1,149 @@
+/// When a tree's buffered writes are merged into it (`Database.Options.writeBufferEntries`).
+struct WriteBufferPolicy {
+    /// The fewest entries a tree's buffer holds before it is merged.
+    let minimumEntries: Int
+    /// The most entries a buffer holds, whatever the tree's size: bounds its memory (about
+    /// a hundred MiB for W1's records).
+    static let maximumEntries = 1 << 21
+
+    /// How many entries the buffer of a tree of `treeEntries` may hold: a fixed size stops
+    /// paying as the tree grows, since a merge of *n* entries into a tree of many more
+    /// leaves copies about *n* leaves (docs/WRITE-BUFFER.md), so it grows with the tree.
+    func limit(treeEntries: UInt64) -> Int {
+        min(max(minimumEntries, Int(clamping: treeEntries / 8)), Self.maximumEntries)
+    }
+}
+
+/// Buffered writes (docs/WRITE-BUFFER.md). A write transaction's put copies a leaf the
+/// first time it changes one that the committed tree shares; a transaction of 1,000
+/// scattered keys copies ~1,000 leaves. Buffered, such a put goes to the transaction's
+/// pending writes, sorted into a run at commit, and the runs are merged into the tree in
+/// key order once they are large, so each leaf is copied about once per merge.
+///
+/// A write whose path in the tree this transaction owns already (a leaf it copied or
+/// made) goes straight into the tree, as does every write to a key the buffer does not
+/// hold: nothing newer hides it there. A write to a key the buffer holds goes to the
+/// pending writes, newer than any run. Every write looks the key up first, so the entry
+/// count stays exact and `insert` and `delete` answer as they do unbuffered.
+extension TreeChanges {
+    mutating func bufferedPut(at index: Dictionary<String, TreeState>.Index, key: UnsafeRawBufferPointer, value: ValueSlot,
+                              replacing: Bool, policy: WriteBufferPolicy) throws -> Bool {
+        let present: Bool
+        switch try bufferedPresence(at: index, key: key) {
+        case .buffered(let isPresent): present = isPresent
+        case .inTree(owned: true, _):
+            let inserted = try putInTree(at: index, key: key, value: value, replacing: replacing)
+            if inserted { trees.values[index].entryCount += 1 }
+            return inserted
+        case .inTree(owned: false, let isPresent): present = isPresent
+        }
+        if present && !replacing { return false }
+        pendingWrites(at: index).write(key, value, limits: mutator.limits)
+        if !present { trees.values[index].entryCount += 1 }
+        try mergeIfDue(at: index, policy: policy)
+        return !present
+    }
+
+    mutating func bufferedDelete(at index: Dictionary<String, TreeState>.Index, key: UnsafeRawBufferPointer,
+                                 policy: WriteBufferPolicy) throws -> Bool {
+        switch try bufferedPresence(at: index, key: key) {
+        case .buffered(false), .inTree(_, false): return false
+        case .inTree(owned: true, true):
+            let removed = try deleteInTree(at: index, key: key)
+            if removed { trees.values[index].entryCount -= 1 }
+            return removed
+        case .buffered(true), .inTree(owned: false, true): break
+        }
+        pendingWrites(at: index).write(key, nil, limits: mutator.limits)
+        trees.values[index].entryCount -= 1
+        try mergeIfDue(at: index, policy: policy)
+        return true
+    }
+
+    /// Where the newest write of a key is, for a write deciding where it goes.
+    private enum Presence {
+        /// The buffer holds the key (a value when true, a tombstone when false).
+        case buffered(present: Bool)
+        /// Only the tree can hold it; `owned`: a write there would copy nothing.
+        case inTree(owned: Bool, present: Bool)
+    }
+
+    private func bufferedPresence(at index: Dictionary<String, TreeState>.Index, key: UnsafeRawBufferPointer) throws -> Presence {
+        if let pending = trees.values[index].pending, let i = pending.find(key) { return .buffered(present: !pending.isDeleted(i)) }
+        if let runs = trees.values[index].runs {
+            switch runs.find(key) {
+            case .entry: return .buffered(present: true)
+            case .deleted: return .buffered(present: false)
+            case .absent: break
+            }
+        }
+        let probe = try mutator.probe(root: trees.values[index].root, key: key)
+        return .inTree(owned: probe.owned, present: probe.present)
+    }
+
+    private mutating func pendingWrites(at index: Dictionary<String, TreeState>.Index) -> PendingWrites {
+        if let pending = trees.values[index].pending { return pending }
+        let pending = PendingWrites()
+        trees.values[index].pending = pending
+        return pending
+    }
+
+    private mutating func mergeIfDue(at index: Dictionary<String, TreeState>.Index, policy: WriteBufferPolicy) throws {
+        let buffered = (trees.values[index].runs?.entries ?? 0) + (trees.values[index].pending?.keys ?? 0)
+        if buffered > policy.limit(treeEntries: trees.values[index].entryCount) { try mergeBuffer(at: index) }
+    }
+
+    /// Sorts the transaction's pending writes to the tree at `index` into its newest run:
+    /// at commit, and before a cursor, which reads in key order.
+    mutating func flushPending(at index: Dictionary<String, TreeState>.Index) {
+        guard let pending = trees.values[index].pending else { return }
+        trees.values[index].pending = nil
+        guard pending.keys > 0 else { return }
+        let run = pending.sortedRun(limits: mutator.limits)
+        trees.values[index].runs = trees.values[index].runs?.adding(run, limits: mutator.limits) ?? SortedRuns([run])
+    }
+
+    /// `flushPending` for the tree called `name`.
+    mutating func flushPending(tree name: String) throws {
+        flushPending(at: try position(of: name))
+    }
+
+    /// Prepares every tree's buffer for a commit: pending writes become runs, and buffers
+    /// past their policy's limit are merged into their trees.
+    mutating func settleBuffers(policy: WriteBufferPolicy) throws {
+        for name in trees.keys where trees[name]!.pending != nil {
+            let index = try position(of: name)
+            flushPending(at: index)
+            try mergeIfDue(at: index, policy: policy)
+        }
+    }
+
+    /// Applies the buffered writes of the tree at `index` to it in key order (each leaf
+    /// copied at most once: later writes to it find it this owner's) and empties its
+    /// buffer. The entry count holds them already, so the tree's writes leave it be. When a write fails (a damaged page),
+    /// the buffer stays as it was: the writes applied meanwhile are the buffer's own, so
+    /// every read still sees the same entries.
+    mutating func mergeBuffer(at index: Dictionary<String, TreeState>.Index) throws {
+        flushPending(at: index)
+        guard let runs = trees.values[index].runs else { return }
+        let all = runs.merged(limits: mutator.limits)
+        for i in 0 ..< all.count {
+            let deleted = all.isDeleted(i)
+            try all.entries.withUnchangingEntry(i) { key, value in
+                _ = deleted ? try deleteInTree(at: index, key: key) : try putInTree(at: index, key: key, value: value, replacing: true)
+            }
+        }
+        trees.values[index].runs = nil
+    }
+
+    /// `trees` with every write buffer merged into its tree by `mutator`, whose owner must
+    /// be new: the nodes `trees` shares are copied, never changed. What a checkpoint, a
+    /// compaction and the verifier start from, since they read trees alone.
+    static func mergingBuffers(of trees: [String: TreeState], mutator: TreeMutator) throws -> [String: TreeState] {
+        guard trees.values.contains(where: \.isBuffered) else { return trees }
+        var changes = TreeChanges(trees: trees, mutator: mutator)
+        changes.buffer = WriteBufferPolicy(minimumEntries: .max)
+        for name in trees.keys where trees[name]!.isBuffered { try changes.mergeBuffer(at: try changes.position(of: name)) }
+        return changes.trees
+    }
+}

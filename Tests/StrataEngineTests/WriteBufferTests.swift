@@ -1,0 +1,280 @@
+import Foundation
+import Testing
+@testable import StrataEngine
+
+/// Buffered writes (`Database.Options.writeBufferEntries`, docs/WRITE-BUFFER.md): what a
+/// reader sees through pending writes, sorted runs and the tree, and that checkpoints,
+/// reopens, rollbacks and the verifier see the same. The model-based and power-loss suites
+/// run with buffering too.
+@Suite("Write buffer")
+struct WriteBufferTests {
+    static func options(buffer: Int) -> Database.Options {
+        var options = smallOptions(pageSize: 512)
+        options.writeBufferEntries = buffer
+        return options
+    }
+
+    static func key(_ n: Int) -> [UInt8] { Key(n).bytes }
+    static func value(_ n: Int, _ version: Int = 0) -> [UInt8] { Array("v\(n).\(version)".utf8) }
+
+    /// A database whose tree "t" holds 0, 2, 4, … 398 in the tree proper (written by one
+    /// transaction, which owns and changes its leaves in place), ready for buffered writes.
+    static func seeded(buffer: Int = 1_000_000) throws -> Database {
+        let db = try Database.inMemory(options: options(buffer: buffer))
+        try db.write { tx in
+            try tx.createTree("t")
+            for n in stride(from: 0, to: 400, by: 2) { try tx.put(value(n), forKey: key(n), in: "t") }
+        }
+        return db
+    }
+
+    @Test("a put into a leaf the committed tree shares waits in the buffer, and reads see it")
+    func bufferedPutIsRead() throws {
+        let db = try Self.seeded()
+        try db.write { tx in try tx.put(Self.value(3), forKey: Self.key(3), in: "t") }
+        let tree = try db.statistics().trees.first { $0.name == "t" }!
+        #expect(tree.bufferedWrites == 1 && tree.bufferedRuns == 1)
+        let snapshot = try db.snapshot()
+        #expect(try snapshot.get(Self.key(3), in: "t") == Self.value(3))
+        #expect(try snapshot.count(in: "t") == 201)
+    }
+
+    @Test("a committed buffered delete hides the key the tree still holds, from lookups, cursors and counts")
+    func bufferedDeleteHidesTheTreeEntry() throws {
+        let db = try Self.seeded()
+        try db.write { tx in _ = try tx.delete(Self.key(10), in: "t") }
+        let snapshot = try db.snapshot()
+        #expect(try db.statistics().trees[0].bufferedWrites == 1)
+        #expect(try snapshot.get(Self.key(10), in: "t") == nil)
+        #expect(try !snapshot.contains(Self.key(10), in: "t"))
+        #expect(try !allEntries(snapshot, "t").contains { $0.0 == Self.key(10) })
+        #expect(try snapshot.count(in: "t") == 199)
+    }
+
+    @Test("a transaction reads its own pending writes, deletes included")
+    func transactionReadsItsPendingWrites() throws {
+        let db = try Self.seeded()
+        let tx = try db.beginWrite()
+        try tx.put(Self.value(5), forKey: Self.key(5), in: "t")
+        try tx.put(Self.value(4, 1), forKey: Self.key(4), in: "t")
+        #expect(try tx.delete(Self.key(6), in: "t"))
+        #expect(try tx.get(Self.key(5), in: "t") == Self.value(5))
+        #expect(try tx.get(Self.key(4), in: "t") == Self.value(4, 1))
+        #expect(try tx.get(Self.key(6), in: "t") == nil)
+        #expect(try !tx.delete(Self.key(6), in: "t"), "deleting a key a pending delete hides finds nothing")
+        #expect(try tx.count(in: "t") == 200)
+        tx.rollback()
+    }
+
+    @Test("insert refuses a key the buffer holds, and takes one a buffered delete removed")
+    func insertConsultsTheBuffer() throws {
+        let db = try Self.seeded()
+        try db.write { tx in
+            try tx.put(Self.value(7), forKey: Self.key(7), in: "t")
+            _ = try tx.delete(Self.key(8), in: "t")
+        }
+        let tx = try db.beginWrite()
+        #expect(try !tx.insert(Self.value(7, 1), forKey: Self.key(7), in: "t"))
+        #expect(try tx.insert(Self.value(8, 1), forKey: Self.key(8), in: "t"))
+        try tx.commit()
+        let snapshot = try db.snapshot()
+        #expect(try snapshot.get(Self.key(7), in: "t") == Self.value(7))
+        #expect(try snapshot.get(Self.key(8), in: "t") == Self.value(8, 1))
+        #expect(try snapshot.count(in: "t") == 201)
+    }
+
+    @Test("a snapshot taken before a buffered commit does not see it")
+    func snapshotsAreIsolatedFromLaterRuns() throws {
+        let db = try Self.seeded()
+        let before = try db.snapshot()
+        try db.write { tx in
+            try tx.put(Self.value(9), forKey: Self.key(9), in: "t")
+            _ = try tx.delete(Self.key(10), in: "t")
+        }
+        #expect(try before.get(Self.key(9), in: "t") == nil)
+        #expect(try before.get(Self.key(10), in: "t") == Self.value(10))
+        #expect(try allEntries(before, "t").count == 200)
+    }
+
+    @Test("a rollback discards the buffered writes")
+    func rollbackDiscardsBufferedWrites() throws {
+        let db = try Self.seeded()
+        let tx = try db.beginWrite()
+        try tx.put(Self.value(11), forKey: Self.key(11), in: "t")
+        tx.rollback()
+        #expect(try db.snapshot().get(Self.key(11), in: "t") == nil)
+        #expect(try db.statistics().trees.first { $0.name == "t" }!.bufferedWrites == 0)
+    }
+
+    @Test("the buffer is merged into the tree once it passes its limit, and the count stays exact")
+    func bufferMergesAtItsLimit() throws {
+        let db = try Self.seeded(buffer: 16)
+        var model = Dictionary(uniqueKeysWithValues: stride(from: 0, to: 400, by: 2).map { (Self.key($0), Self.value($0)) })
+        for commit in 0 ..< 20 {
+            try db.write { tx in
+                for n in stride(from: commit * 7 % 13, to: 400, by: 37) {
+                    if n % 3 == 0 {
+                        _ = try tx.delete(Self.key(n), in: "t")
+                        model[Self.key(n)] = nil
+                    } else {
+                        try tx.put(Self.value(n, commit), forKey: Self.key(n), in: "t")
+                        model[Self.key(n)] = Self.value(n, commit)
+                    }
+                }
+            }
+            let tree = try db.statistics().trees.first { $0.name == "t" }!
+            #expect(tree.bufferedWrites <= max(16, tree.entryCount / 8), "merged once past its limit")
+            #expect(tree.entryCount == model.count)
+        }
+        let entries = try allEntries(db.snapshot(), "t")
+        #expect(entries.map(\.0) == model.keys.sorted { $0.lexicographicallyPrecedes($1) })
+        #expect(entries.allSatisfy { model[$0.0] == $0.1 })
+    }
+
+    @Test("a checkpoint merges the buffer first: reopened without a log, the file holds every write")
+    func checkpointMergesTheBuffer() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path + "/b.strata"
+        var options = Self.options(buffer: 1_000_000)
+        do {
+            let db = try Database(path: path, options: options)
+            try db.write { tx in
+                try tx.createTree("t")
+                for n in stride(from: 0, to: 400, by: 2) { try tx.put(Self.value(n), forKey: Self.key(n), in: "t") }
+            }
+            try db.write { tx in
+                try tx.put(Self.value(1), forKey: Self.key(1), in: "t")
+                _ = try tx.delete(Self.key(2), in: "t")
+            }
+            #expect(try db.statistics().trees[0].bufferedWrites == 2)
+            try db.checkpoint()
+            #expect(try db.statistics().trees[0].bufferedWrites == 0)
+            #expect(try db.statistics().logBytesSinceCheckpoint == 0)
+            try db.close()
+        }
+        options.writeBufferEntries = nil
+        let reopened = try Database(path: path, options: options)
+        #expect(try reopened.statistics().commitsReplayedAtOpen == 0)
+        let snapshot = try reopened.snapshot()
+        #expect(try snapshot.get(Self.key(1), in: "t") == Self.value(1))
+        #expect(try snapshot.get(Self.key(2), in: "t") == nil)
+        #expect(try snapshot.count(in: "t") == 200)
+        #expect(try Inspector(reopened).verify().isEmpty)
+    }
+
+    @Test("buffered writes a crash leaves unmerged come back from the log")
+    func unmergedWritesAreReplayed() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path + "/c.strata"
+        var options = Self.options(buffer: 1_000_000)
+        options.checkpointOnClose = false
+        do {
+            let db = try Database(path: path, options: options)
+            try db.write { tx in
+                try tx.createTree("t")
+                for n in stride(from: 0, to: 400, by: 2) { try tx.put(Self.value(n), forKey: Self.key(n), in: "t") }
+            }
+            try db.checkpoint()
+            try db.write { tx in
+                try tx.put(Self.value(1), forKey: Self.key(1), in: "t")
+                _ = try tx.delete(Self.key(2), in: "t")
+            }
+            try db.close()
+        }
+        let reopened = try Database(path: path, options: options)
+        #expect(try reopened.statistics().commitsReplayedAtOpen == 1)
+        #expect(try reopened.snapshot().get(Self.key(1), in: "t") == Self.value(1))
+        #expect(try reopened.snapshot().get(Self.key(2), in: "t") == nil)
+        #expect(try reopened.snapshot().count(in: "t") == 200)
+    }
+
+    @Test("verify checks a tree with buffered writes against its count, and finds nothing wrong")
+    func verifyMergesTheBuffer() throws {
+        let db = try Self.seeded()
+        try db.write { tx in
+            try tx.put(Self.value(13), forKey: Self.key(13), in: "t")
+            _ = try tx.delete(Self.key(14), in: "t")
+        }
+        #expect(try db.statistics().trees[0].bufferedWrites == 2)
+        #expect(try Inspector(db).verify().isEmpty)
+        #expect(try db.statistics().trees[0].bufferedWrites == 2, "verifying changes nothing")
+    }
+
+    @Test("a large value written through the buffer is read back from its value frame")
+    func largeValuesAreBuffered() throws {
+        let db = try Self.seeded()
+        let large = [UInt8](repeating: 0xAB, count: 3_000)
+        try db.write { tx in try tx.put(large, forKey: Self.key(15), in: "t") }
+        #expect(try db.statistics().trees[0].bufferedWrites == 1)
+        #expect(try db.snapshot().get(Self.key(15), in: "t") == large)
+        try db.checkpoint()
+        #expect(try db.snapshot().get(Self.key(15), in: "t") == large)
+    }
+
+    @Test("a cursor over pending writes, runs and the tree moves as over a sorted model, either way", arguments: [1, 2, 3] as [UInt64])
+    func cursorMergesSources(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        let db = try Self.seeded()
+        var model = Dictionary(uniqueKeysWithValues: stride(from: 0, to: 400, by: 2).map { (Self.key($0), Self.value($0)) })
+        // Runs of several sizes (each commit adds one; the buffer merges runs as they grow).
+        func randomWrites(_ tx: WriteTransaction, _ count: Int, version: Int) throws {
+            for _ in 0 ..< count {
+                let n = Int.random(in: 0 ..< 420, using: &rng)
+                if Int.random(in: 0 ..< 3, using: &rng) == 0 {
+                    _ = try tx.delete(Self.key(n), in: "t")
+                    model[Self.key(n)] = nil
+                } else {
+                    try tx.put(Self.value(n, version), forKey: Self.key(n), in: "t")
+                    model[Self.key(n)] = Self.value(n, version)
+                }
+            }
+        }
+        for commit in 1 ... 6 { try db.write { tx in try randomWrites(tx, Int.random(in: 1 ... 40, using: &rng), version: commit) } }
+        #expect(try db.statistics().trees[0].bufferedRuns >= 1)
+        let tx = try db.beginWrite()
+        defer { tx.rollback() }
+        try randomWrites(tx, 30, version: 99)
+        let sorted = model.keys.sorted { $0.lexicographicallyPrecedes($1) }
+        let cursor = try tx.cursor("t")
+        // Later writes in the transaction are not the cursor's: it reads the state it began with.
+        try tx.put(Self.value(1, 1000), forKey: Self.key(1), in: "t")
+
+        var position: Int? = nil   // index into `sorted`
+        for _ in 0 ..< 400 {
+            let moved: Bool
+            switch Int.random(in: 0 ..< 10, using: &rng) {
+            case 0:
+                moved = try cursor.first()
+                position = sorted.isEmpty ? nil : 0
+            case 1:
+                moved = try cursor.last()
+                position = sorted.isEmpty ? nil : sorted.count - 1
+            case 2:
+                let target = Self.key(Int.random(in: 0 ..< 430, using: &rng))
+                moved = try cursor.seek(to: target)
+                let i = sorted.firstIndex { !$0.lexicographicallyPrecedes(target) }
+                position = i
+            case 3 ..< 7:
+                moved = try cursor.next()
+                position = position.flatMap { $0 + 1 < sorted.count ? $0 + 1 : nil }
+            default:
+                moved = try cursor.previous()
+                position = position.flatMap { $0 > 0 ? $0 - 1 : nil }
+            }
+            #expect(moved == (position != nil))
+            #expect(cursor.isValid == (position != nil))
+            guard let position else { continue }
+            #expect(cursor.key == sorted[position])
+            #expect(try cursor.value() == model[sorted[position]])
+            if cursor.key != sorted[position] { break }
+        }
+        let range = KeyRange(from: Self.key(100), to: Self.key(300))
+        var scanned: [[UInt8]] = []
+        try tx.scan("t", in: range, reverse: true) { key, _ in
+            scanned.append(Array(key))
+            return true
+        }
+        let wanted = sorted.filter { range.contains($0) }
+        #expect(scanned == Array(wanted.reversed()))
+    }
+}
