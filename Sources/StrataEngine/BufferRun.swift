@@ -1,3 +1,5 @@
+import Synchronization
+
 /// One immutable sorted run of a tree's write buffer (docs/WRITE-BUFFER.md): the puts and
 /// deletes of one or more transactions, newest per key, in key order.
 ///
@@ -11,25 +13,54 @@
 final class BufferRun: @unchecked Sendable {
     /// The entries in key order. Owned by no transaction: no mutator ever changes it.
     let entries: LeafNode
-    /// One bit per entry: set for a tombstone.
-    private let deleted: [UInt64]
+    /// Per entry: a tombstone.
+    private let deleted: EntryFlags
+    /// Per entry: a count not yet resolved (`PendingWrites.unresolved`).
+    let unresolved: EntryFlags
     /// How many of the entries are tombstones.
     let tombstones: Int
+    /// How many of the unresolved entries' keys the tree lacks: what they add to its
+    /// count. Found by looking each up once, when a count first asks (then kept: the tree
+    /// gains or loses such a key only when the buffer is merged into it, which ends the run).
+    private let absentUnresolved = Mutex<Int?>(nil)
+    /// Which keys the run may hold: a lookup searches only the runs whose filter passes.
+    private let filter: BloomFilter
 
-    fileprivate init(entries: LeafNode, deleted: [UInt64], tombstones: Int) {
+    fileprivate init(entries: LeafNode, deleted: EntryFlags, unresolved: EntryFlags, tombstones: Int, filter: BloomFilter) {
         self.entries = entries
         self.deleted = deleted
+        self.unresolved = unresolved
         self.tombstones = tombstones
+        self.filter = filter
     }
 
     var count: Int { entries.count }
 
     /// Whether entry `i` is a tombstone.
     @inline(__always)
-    func isDeleted(_ i: Int) -> Bool { deleted[i >> 6] & (1 << UInt64(i & 63)) != 0 }
+    func isDeleted(_ i: Int) -> Bool { deleted[i] }
+
+    /// What this run's unresolved entries add to the count of the tree at `root`.
+    func countOfUnresolved(store: PageStore, root: NodeRef?) throws -> Int {
+        if let known = absentUnresolved.withLock({ $0 }) { return known }
+        var absent = 0
+        for i in 0 ..< count where unresolved[i] {
+            if try TreeReader.locate(store: store, root: root, key: key(at: i)) == nil { absent += 1 }
+        }
+        absentUnresolved.withLock { $0 = absent }
+        return absent
+    }
 
     /// The index of `key`, or of the first larger key, and whether it is there.
     func search(_ key: UnsafeRawBufferPointer) -> (index: Int, found: Bool) { entries.search(key) }
+
+    /// The index of `key` when the run holds it; `hash` is its `BloomFilter.hash`.
+    @inline(__always)
+    func find(_ key: UnsafeRawBufferPointer, hash: UInt64) -> Int? {
+        guard filter.mayContain(hash: hash) else { return nil }
+        let (index, found) = entries.search(key)
+        return found ? index : nil
+    }
 
     /// The key of entry `i`, lent: the run never changes, so the bytes stay valid as long
     /// as the run lives.
@@ -38,55 +69,70 @@ final class BufferRun: @unchecked Sendable {
 
     /// The entries of `newer` and `older` in one run, `newer`'s winning where both hold a
     /// key. Tombstones stay: an older run or the tree may still hold their keys.
-    static func merging(newer: BufferRun, older: BufferRun, limits: NodeLimits) -> BufferRun {
-        var builder = Builder(capacity: newer.entries.storage.count + older.entries.storage.count)
+    static func merging(newer: BufferRun, older: BufferRun) -> BufferRun {
+        var builder = Builder(bytes: newer.entries.bytes.count + older.entries.bytes.count, entries: newer.count + older.count)
         var i = 0, j = 0
         while i < newer.count || j < older.count {
             let order = i == newer.count ? 1 : j == older.count ? -1 : compareBytes(newer.key(at: i), older.key(at: j))
             if order <= 0 {
-                builder.append(entry: i, of: newer, limits: limits)
+                // An older entry's unresolved count moves to the newer one that hides it.
+                let unresolved = newer.unresolved[i] || order == 0 && older.unresolved[j]
+                builder.append(entry: i, of: newer.entries, deleted: newer.isDeleted(i), unresolved: unresolved)
                 i += 1
                 if order == 0 { j += 1 }
             } else {
-                builder.append(entry: j, of: older, limits: limits)
+                builder.append(entry: j, of: older.entries, deleted: older.isDeleted(j), unresolved: older.unresolved[j])
                 j += 1
             }
         }
         return builder.finish()
     }
 
-    /// Builds a run from entries appended in ascending key order.
+    /// Builds a run from entries appended in ascending key order, each copied as it is
+    /// encoded in its source leaf (a run's entries are a leaf's, so a merge copies bytes
+    /// and decodes nothing but keys; through `LeafNode.insert` it measured each entry's
+    /// sizes again and grew the leaf's four arrays one entry at a time).
     struct Builder {
-        private let leaf = LeafNode(owner: 0)
-        private var deleted: [UInt64] = []
+        private var storage: [UInt8] = [LeafTag.pageKind]
+        private var starts: [UInt32] = []
+        private var deleted: EntryFlags
+        private var unresolved: EntryFlags
         private var tombstones = 0
 
-        init(capacity: Int = 0) {
-            leaf.storage.reserveCapacity(capacity + 1)
+        /// A builder with room for `bytes` bytes of entries, `entries` of them.
+        init(bytes: Int, entries: Int) {
+            storage.reserveCapacity(bytes + 1)
+            starts.reserveCapacity(entries)
+            deleted = EntryFlags(capacity: entries)
+            unresolved = EntryFlags(capacity: entries)
         }
 
-        /// Appends `key` (greater than every key appended before) with `value`, or as a
-        /// tombstone when `value` is nil.
-        mutating func append(key: UnsafeRawBufferPointer, value: ValueSlot?, limits: NodeLimits) {
-            let i = leaf.count
-            assert(i == 0 || compareBytes(leaf.withUnchangingEntry(i - 1) { k, _ in k }, key) < 0, "a run's keys ascend")
-            if i & 63 == 0 { deleted.append(0) }
-            if value == nil {
-                deleted[i >> 6] |= 1 << UInt64(i & 63)
-                tombstones += 1
-            }
-            leaf.insert(at: i, key: key, value: value ?? .inline(UnsafeRawBufferPointer(start: nil, count: 0)), limits: limits)
+        /// Appends entry `i` of `source` (its key greater than every key appended before),
+        /// as a tombstone when `deleted`, with its count unresolved when `unresolved`.
+        mutating func append(entry i: Int, of source: LeafNode, deleted isDeleted: Bool, unresolved isUnresolved: Bool) {
+            let n = starts.count
+            deleted.append(isDeleted, at: n)
+            unresolved.append(isUnresolved, at: n)
+            if isDeleted { tombstones += 1 }
+            let start = Int(source.starts[i]), end = source.entryEnd(i)
+            assert(n == 0 || compareBytes(storage.withUnsafeBytes { LeafNode.key(in: $0, at: Int(starts[n - 1])) },
+                                          LeafNode.key(in: source.bytes, at: start)) < 0, "a run's keys ascend")
+            starts.append(UInt32(storage.count))
+            storage.append(contentsOf: UnsafeRawBufferPointer(rebasing: source.bytes[start ..< end]))
         }
 
-        mutating func append(entry i: Int, of run: BufferRun, limits: NodeLimits) {
-            let deleted = run.isDeleted(i)
-            run.entries.withUnchangingEntry(i) { key, value in append(key: key, value: deleted ? nil : value, limits: limits) }
-        }
-
-        /// The run, its key heads taken after the prefix all its keys share.
+        /// The run: its key heads taken after the prefix all its keys share, and the
+        /// filter of its keys.
         consuming func finish() -> BufferRun {
-            leaf.rebuildHeads()
-            return BufferRun(entries: leaf, deleted: deleted, tombstones: tombstones)
+            let storage = self.storage, starts = self.starts
+            var filter = BloomFilter(keys: starts.count)
+            let heads = storage.withUnsafeBytes { raw in
+                for start in starts { filter.insert(hash: BloomFilter.hash(LeafNode.key(in: raw, at: Int(start)))) }
+                return KeyHeads(count: starts.count) { LeafNode.key(in: raw, at: Int(starts[$0])) }
+            }
+            // Never a page: its page size is not kept.
+            let leaf = LeafNode(owner: 0, storage: storage, starts: starts, heads: heads, pageBytes: 0)
+            return BufferRun(entries: leaf, deleted: deleted, unresolved: unresolved, tombstones: tombstones, filter: filter)
         }
     }
 }
@@ -116,9 +162,9 @@ final class SortedRuns: @unchecked Sendable {
 
     /// The newest entry of `key` in the runs.
     func find(_ key: UnsafeRawBufferPointer) -> BufferHit {
+        let hash = BloomFilter.hash(key)
         for run in runs {
-            let (index, found) = run.search(key)
-            if found { return run.isDeleted(index) ? .deleted : .entry((run.entries, index)) }
+            if let index = run.find(key, hash: hash) { return run.isDeleted(index) ? .deleted : .entry((run.entries, index)) }
         }
         return .absent
     }
@@ -127,19 +173,19 @@ final class SortedRuns: @unchecked Sendable {
     /// the newest run is at least half the size of the one before it, the two become one.
     /// A buffer of n entries then has at most log2(n) runs (a lookup searches each), and an
     /// entry is copied into a merged run at most log2(n) times, each a sequential pass.
-    func adding(_ run: BufferRun, limits: NodeLimits) -> SortedRuns {
+    func adding(_ run: BufferRun) -> SortedRuns {
         var runs = [run] + self.runs
         while runs.count >= 2, runs[0].count * 2 >= runs[1].count {
-            let merged = BufferRun.merging(newer: runs[0], older: runs[1], limits: limits)
+            let merged = BufferRun.merging(newer: runs[0], older: runs[1])
             runs.replaceSubrange(0 ... 1, with: [merged])
         }
         return SortedRuns(runs)
     }
 
     /// All runs as one, newest winning: what a merge into the tree applies in key order.
-    func merged(limits: NodeLimits) -> BufferRun {
+    func merged() -> BufferRun {
         var result = runs[runs.count - 1]
-        for run in runs.dropLast().reversed() { result = BufferRun.merging(newer: run, older: result, limits: limits) }
+        for run in runs.dropLast().reversed() { result = BufferRun.merging(newer: run, older: result) }
         return result
     }
 }

@@ -196,7 +196,7 @@ struct CompactionTarget {
     init(copying snapshot: Snapshot, into file: any StorageFile, options: Database.Options,
          isCancelled: () -> Bool, progress: ((UInt64, UInt64) -> Void)?) throws {
         self.options = options
-        let total = snapshot.trees.values.reduce(0) { $0 + $1.entryCount }
+        let total = try snapshot.trees.values.reduce(0) { $0 + (try $1.exactCount(store: snapshot.store)) }
         var copied: UInt64 = 0
         try Recovery.initialize(file, pageSize: snapshot.store.limits.pageSize)
         let header = try FileHeader.decode(try file.read(count: FileHeader.size, at: 0), path: file.path)
@@ -206,8 +206,10 @@ struct CompactionTarget {
         var trees: [String: TreeState] = [:]
         for name in snapshot.treeNames {
             var builder = TreeBuilder(writer: NodeWriter(store: store, appender: appender))
+            var count: UInt64 = 0
             try snapshot.scan(name) { key, value in
                 try builder.add(key: key, value: value)
+                count += 1
                 copied += 1
                 // Checked often: `close()` waits for a background compaction to stop (4,096
                 // entries between checks was a wait a closing app would notice).
@@ -217,7 +219,8 @@ struct CompactionTarget {
             }
             let root = try builder.finish()
             appender = builder.appender
-            let count = snapshot.trees[name]!.entryCount
+            // The entries copied: the tree's count, write buffer included (one not yet
+            // resolved, `TreeState.exactCount`, is resolved by the copy itself).
             record.trees.append(.init(name: name, entryCount: count, root: root?.address))
             trees[name] = TreeState(root: root?.kept, entryCount: count)
         }

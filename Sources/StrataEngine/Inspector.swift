@@ -134,7 +134,7 @@ public final class Inspector: Sendable {
             salt: String(header.salt, radix: 16), created: Date(milliseconds: header.createdAtMilliseconds), slots: slots,
             checkpoint: checkpoint, lastCommit: lastCommit, logBytesSinceCheckpoint: counters.logBytes,
             tornTailBytes: database.openReport.tornBytes, preallocatedBytes: try database.preallocatedBytes(),
-            trees: snapshot.treeNames.map { TreeInfo(name: $0, entries: Int(snapshot.trees[$0]!.entryCount)) })
+            trees: try snapshot.treeNames.map { TreeInfo(name: $0, entries: Int(try snapshot.trees[$0]!.exactCount(store: snapshot.store))) })
     }
 
     // MARK: Frames

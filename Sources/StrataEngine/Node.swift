@@ -15,6 +15,15 @@ enum UnretainedNodeRef {
 }
 
 extension NodeRef {
+    /// Whether the node is in memory and the transaction `owner`'s to change in place.
+    func isOwned(by owner: UInt64) -> Bool {
+        switch self {
+        case .leaf(let leaf): leaf.owner == owner
+        case .branch(let branch): branch.owner == owner
+        case .stored: false
+        }
+    }
+
     /// This reference, not retained: valid while whatever holds this `NodeRef` does.
     @inline(__always)
     var unretained: UnretainedNodeRef {

@@ -8,8 +8,12 @@
 final class PendingWrites {
     /// The entries in the order written; only those the table points at are current.
     let entries = LeafNode(owner: 0)
-    /// One bit per entry: set for a delete (a tombstone).
-    private var deleted: [UInt64] = []
+    /// Per entry: a delete (a tombstone).
+    private var deleted = EntryFlags()
+    /// Per entry: the write of a key the buffer did not hold, whose presence in the tree
+    /// was not looked up, so whether it adds to the tree's count is known only at the merge
+    /// (or when a count asks: `TreeState.exactCount`). A later write of the key inherits it.
+    private(set) var unresolved = EntryFlags()
     /// Open addressing, linear probing: entry index + 1, or 0 for an empty slot. At most
     /// half full.
     private var slots: [Int32] = Array(repeating: 0, count: 64)
@@ -29,30 +33,36 @@ final class PendingWrites {
     }
 
     /// Whether entry `i` is a delete.
-    func isDeleted(_ i: Int) -> Bool { deleted[i >> 6] & (1 << UInt64(i & 63)) != 0 }
+    func isDeleted(_ i: Int) -> Bool { deleted[i] }
 
-    /// Records the newest write of `key`: `value`, or a delete when it is nil.
-    func write(_ key: UnsafeRawBufferPointer, _ value: ValueSlot?, limits: NodeLimits) {
+    /// Records the newest write of `key`: `value`, or a delete when it is nil;
+    /// `unresolved`: its effect on the count is not known (see `unresolved`).
+    func write(_ key: UnsafeRawBufferPointer, _ value: ValueSlot?, unresolved isUnresolved: Bool = false, limits: NodeLimits) {
         let i = entries.count
         // Entry numbers fit the table's 32 bits: a buffer is merged long before
         // (`WriteBufferPolicy.maximumEntries`).
         assert(i < Int(Int32.max))
-        if i & 63 == 0 { deleted.append(0) }
-        if value == nil { deleted[i >> 6] |= 1 << UInt64(i & 63) }
         entries.insert(at: i, key: key, value: value ?? .inline(UnsafeRawBufferPointer(start: nil, count: 0)), limits: limits)
+        deleted.append(value == nil, at: i)
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: XXH64.hash(key)) & mask
         while slots[slot] != 0 {
-            if compareBytes(entries.withUnchangingEntry(Int(slots[slot]) - 1) { k, _ in k }, key) == 0 {
+            let previous = Int(slots[slot]) - 1
+            if compareBytes(entries.withUnchangingEntry(previous) { k, _ in k }, key) == 0 {
+                unresolved.append(isUnresolved || unresolved[previous], at: i)
                 slots[slot] = Int32(i + 1)
                 return
             }
             slot = (slot + 1) & mask
         }
+        unresolved.append(isUnresolved, at: i)
         slots[slot] = Int32(i + 1)
         keys += 1
         if keys * 2 > slots.count { grow() }
     }
+
+    /// The current entries, in no order.
+    var current: [Int] { slots.compactMap { $0 == 0 ? nil : Int($0) - 1 } }
 
     private func grow() {
         var larger = [Int32](repeating: 0, count: slots.count * 2)
@@ -66,15 +76,12 @@ final class PendingWrites {
     }
 
     /// The current write of every key, in key order, as a run.
-    func sortedRun(limits: NodeLimits) -> BufferRun {
-        var current = slots.compactMap { $0 == 0 ? nil : Int($0) - 1 }
+    func sortedRun() -> BufferRun {
+        var current = self.current
         let leaf = entries
         current.sort { compareBytes(leaf.withUnchangingEntry($0) { k, _ in k }, leaf.withUnchangingEntry($1) { k, _ in k }) < 0 }
-        var builder = BufferRun.Builder(capacity: leaf.storage.count)
-        for i in current {
-            let deleted = isDeleted(i)
-            leaf.withUnchangingEntry(i) { key, value in builder.append(key: key, value: deleted ? nil : value, limits: limits) }
-        }
+        var builder = BufferRun.Builder(bytes: leaf.bytes.count, entries: current.count)
+        for i in current { builder.append(entry: i, of: leaf, deleted: isDeleted(i), unresolved: unresolved[i]) }
         return builder.finish()
     }
 }

@@ -207,9 +207,9 @@ extension Database {
             lastBackgroundCompaction: compacted.last, longestBackgroundWriterPause: compacted.longestPause,
             backgroundCheckpoints: checkpointed.completed, abandonedBackgroundCheckpoints: checkpointed.abandoned,
             longestBackgroundCheckpointPause: checkpointed.longestPause,
-            trees: snapshot.treeNames.map { name in
+            trees: try snapshot.treeNames.map { name in
                 let state = snapshot.trees[name]!
-                return Statistics.Tree(name: name, entryCount: Int(state.entryCount),
+                return Statistics.Tree(name: name, entryCount: Int(try state.exactCount(store: snapshot.store)),
                                        bufferedWrites: state.runs?.entries ?? 0, bufferedRuns: state.runs?.runs.count ?? 0)
             })
     }
@@ -228,7 +228,7 @@ extension Database {
         for name in snapshot.treeNames {
             let state = snapshot.trees[name]!
             var tree = SpaceReport.Tree(
-                name: name, entryCount: Int(state.entryCount), depth: 0, leafPages: 0, branchPages: 0, unwrittenNodes: 0,
+                name: name, entryCount: Int(try state.exactCount(store: store)), depth: 0, leafPages: 0, branchPages: 0, unwrittenNodes: 0,
                 storedBytes: 0, rawBytes: 0, overflowValues: 0, overflowStoredBytes: 0, overflowRawBytes: 0, fillFactor: 0)
             var encodedBytes = 0
             try TreeWalker.visit(state.root, store: store) { node, address, depth in

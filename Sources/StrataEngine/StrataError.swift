@@ -35,6 +35,9 @@ public enum StrataError: Error, Sendable, Equatable, DescribedError {
     case valueTooLarge(size: Int, limit: Int)
     /// The transaction was already committed or rolled back.
     case transactionFinished
+    /// A write of this transaction failed partway (a merge of buffered writes into a tree
+    /// met a damaged page, say), leaving its changes incomplete: it can only roll back.
+    case transactionFailed(cause: String)
     /// A write transaction (or checkpoint, compaction, close) was started on a thread that
     /// is already inside a write transaction of the same database: waiting would deadlock.
     case nestedTransaction(path: String)
@@ -74,6 +77,8 @@ public enum StrataError: Error, Sendable, Equatable, DescribedError {
             return "value of \(size) bytes exceeds the limit of \(limit) bytes"
         case .transactionFinished:
             return "the transaction has already been committed or rolled back"
+        case .transactionFailed(let cause):
+            return "a write of this transaction failed partway (\(cause)); its changes are incomplete: roll it back and start again"
         case .nestedTransaction(let path):
             return "a write transaction on \(path) is already open on this thread; do the work in that transaction instead of starting another (nesting would wait for itself forever)"
         case .invalidOption(let why):

@@ -1,13 +1,33 @@
 /// The state of one tree in a snapshot or transaction.
 struct TreeState: @unchecked Sendable {
     var root: NodeRef?
-    /// Every entry the tree holds, its write buffer's included: kept exact at each write.
+    /// Every entry the tree holds, its write buffer's included, but for what buffered puts
+    /// whose keys were not looked up add (`exactCount` adds them). In wrapping arithmetic:
+    /// a delete of a key such a put added takes one away that was never counted, and the
+    /// sum with what they add comes out exact.
     var entryCount: UInt64
     /// The tree's write buffer: sorted runs newer than the tree (docs/WRITE-BUFFER.md); nil
     /// when nothing is buffered.
     var runs: SortedRuns? = nil
     /// A write transaction's own buffered writes, newer than `runs`; nil in a snapshot.
     var pending: PendingWrites? = nil
+
+    /// The number of entries: `entryCount`, and what the buffered puts whose keys were not
+    /// looked up add (the keys of those the tree lacks). Those are looked up in the tree
+    /// once per run, the answer kept with the run; a transaction's pending ones at each call.
+    func exactCount(store: PageStore) throws -> UInt64 {
+        var count = entryCount
+        if let runs { for run in runs.runs { count &+= UInt64(try run.countOfUnresolved(store: store, root: root)) } }
+        if let pending {
+            for i in pending.current where pending.unresolved[i] {
+                let key = pending.entries.withUnchangingEntry(i) { key, _ in key }
+                // A tombstone carrying the count of a put of a key new to the tree adds back
+                // what its delete took; a put of such a key adds it.
+                if try TreeReader.locate(store: store, root: root, key: key) == nil { count &+= 1 }
+            }
+        }
+        return count
+    }
 
     /// Whether reads must look at buffered writes before the tree.
     @inline(__always)
@@ -157,10 +177,13 @@ extension TreeReading {
     /// The number of entries in `tree`.
     ///
     /// - Parameter tree: The tree's name.
-    /// - Returns: Its entry count, kept exact at every write: no pages are read.
+    /// - Returns: Its entry count, kept in the tree's state: no pages are read, unless the
+    ///   tree's write buffer holds puts whose keys were not looked up (`Options.writeBufferEntries`):
+    ///   the first count after such a commit looks each up once.
     /// - Throws: `StrataError.treeNotFound`.
     public func count(in tree: String) throws -> Int {
-        Int(try treeHandle(tree, forIteration: false).state.entryCount)
+        let handle = try treeHandle(tree, forIteration: false)
+        return Int(try handle.state.exactCount(store: handle.store))
     }
 
     /// A cursor over `tree`, unpositioned; call `first()`, `last()` or `seek(to:)`.
@@ -327,6 +350,7 @@ public final class WriteTransaction: TreeReading {
 
     private func checkOpen() throws {
         if isFinished { throw StrataError.transactionFinished }
+        if let cause = changes.failedMerge { throw StrataError.transactionFailed(cause: cause) }
     }
 
     /// Creates an empty tree. Names are 1 to 255 bytes of UTF-8.

@@ -9,6 +9,9 @@ struct TreeChanges {
     var mutator: TreeMutator
     /// When buffered writes are merged into their tree; nil: no buffering.
     var buffer: WriteBufferPolicy?
+    /// Why a merge of buffered writes into a tree failed partway, leaving the trees
+    /// neither before nor after it: the transaction can only roll back.
+    var failedMerge: String?
     /// The trees the applied operations named, when the caller asked (non-nil): what a
     /// refreshing reader tells its observers.
     var touched: Set<String>? = nil

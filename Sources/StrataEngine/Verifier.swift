@@ -340,7 +340,7 @@ extension Inspector {
                          averageFanOut: Double(atLevel.map(\.entries).reduce(0, +)) / Double(atLevel.count),
                          fill: Double(atLevel.map(\.bytes).reduce(0, +)) / Double(atLevel.count * store.limits.pageSize))
         }
-        return TreeShape(tree: tree, entries: Int(state.entryCount), depth: depth, levels: levels, pages: pages)
+        return TreeShape(tree: tree, entries: Int(try state.exactCount(store: store)), depth: depth, levels: levels, pages: pages)
     }
 }
 

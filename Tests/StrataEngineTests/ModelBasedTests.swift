@@ -99,6 +99,7 @@ struct ModelBasedTests {
                 case 75 ..< 88:
                     let key = randomKey()
                     check(try tx.get(key, in: tree) == working[tree]![key], "get in transaction")
+                    check(try tx.count(in: tree) == working[tree]!.count, "count in transaction")
                 case 88 ..< 98:
                     let range = randomRange(), reverse = Bool.random(using: &rng)
                     var actual: [([UInt8], [UInt8])] = []

@@ -64,6 +64,7 @@ extension Runner {
         child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         child.arguments = ["--crash-load", "\(kind.rawValue):\(directory)", "--crash-records", String(records)]
             + (StrataKV.checkpointLogBytes.map { ["--checkpoint-log-bytes", String($0)] } ?? [])
+            + (StrataKV.writeBufferEntries.map { ["--write-buffer", String($0)] } ?? [])
         let output = Pipe()
         child.standardOutput = output
         try child.run()

@@ -62,6 +62,9 @@ struct StrataBench: ParsableCommand {
     @Option(help: "Strata's engine with this Options.checkpointLogBytes (default 64 MiB), to weigh recovery time against bytes written.")
     var checkpointLogBytes: UInt64?
 
+    @Option(help: "Strata's engine with this Options.writeBufferEntries (default: no write buffer), to weigh buffered writes against reads.")
+    var writeBuffer: Int?
+
     @Option(help: "Strata's engine with this Options.backgroundCheckpoints (never, sparse, always; default sparse), to weigh checkpoints written beside the writer.")
     var backgroundCheckpoints: String?
 
@@ -112,6 +115,7 @@ struct StrataBench: ParsableCommand {
         // The observing process of the live ops' cross-process latency.
         if let follow { return try Live.follow(follow, ticks: followTicks, postgresURL: postgres) }
         if let checkpointLogBytes { StrataKV.checkpointLogBytes = checkpointLogBytes }
+        if let writeBuffer { StrataKV.writeBufferEntries = writeBuffer }
         if let backgroundCheckpoints { StrataKV.backgroundCheckpoints = Self.checkpointPolicies[backgroundCheckpoints] }
         // The loader open.after-crash kills.
         if let crashLoad { return try CrashLoad.load(crashLoad, records: crashRecords) }

@@ -13,12 +13,17 @@ final class StrataKV: KeyValueStore {
         options.autoCompaction = autoCompaction
         if let checkpointLogBytes { options.checkpointLogBytes = checkpointLogBytes }
         if let backgroundCheckpoints { options.backgroundCheckpoints = backgroundCheckpoints }
+        options.writeBufferEntries = writeBufferEntries
         return options
     }
 
     /// `--checkpoint-log-bytes`: nil keeps the engine's default. Set once, before any engine
     /// opens (and passed to the loader open.after-crash kills).
     nonisolated(unsafe) static var checkpointLogBytes: UInt64?
+
+    /// `--write-buffer`: nil keeps the engine's default (no write buffer). Set once, before
+    /// any engine opens (and passed to the loader open.after-crash kills).
+    nonisolated(unsafe) static var writeBufferEntries: Int?
 
     /// `--background-checkpoints`: nil keeps the engine's default. Set once, before any
     /// engine opens.

@@ -1,0 +1,64 @@
+/// A blocked Bloom filter over the keys of one buffered run (`BufferRun`): whether a run
+/// may hold a key, answered from one cache line, so that a lookup of a key the runs do not
+/// hold (most writes of a load, and every read of a key in the tree) skips each run's
+/// binary search.
+///
+/// Each key sets `probes` bits within one 512-bit block chosen by its hash (Putze, Sanders
+/// and Singler, "Cache-, Hash- and Space-Efficient Bloom Filters"); at `bitsPerKey` bits a
+/// key that is absent passes about 1% of the time. Built once, with its run, never changed.
+struct BloomFilter {
+    static let bitsPerKey = 10
+    static let probes = 6
+    private static let wordsPerBlock = 8
+
+    private var words: [UInt64]
+    private let blockMask: Int
+
+    /// An empty filter sized for `keys` keys.
+    init(keys: Int) {
+        var blocks = 1
+        while blocks * 512 < keys * Self.bitsPerKey { blocks <<= 1 }
+        words = Array(repeating: 0, count: blocks * Self.wordsPerBlock)
+        blockMask = blocks - 1
+    }
+
+    /// The hash a filter takes for `key` (one per lookup, shared by every run's filter).
+    @inline(__always)
+    static func hash(_ key: UnsafeRawBufferPointer) -> UInt64 { XXH64.hash(key) }
+
+    mutating func insert(hash: UInt64) {
+        let block = firstWord(of: hash)
+        words.withUnsafeMutableBufferPointer { words in
+            for probe in 0 ..< Self.probes {
+                let bit = Self.bit(probe, of: hash)
+                words[block + bit >> 6] |= 1 << UInt64(bit & 63)
+            }
+        }
+    }
+
+    /// False when no key with this hash was inserted; true when one may have been.
+    @inline(__always)
+    func mayContain(hash: UInt64) -> Bool {
+        let block = firstWord(of: hash)
+        return words.withUnsafeBufferPointer { words in
+            for probe in 0 ..< Self.probes {
+                let bit = Self.bit(probe, of: hash)
+                if words[block + bit >> 6] & (1 << UInt64(bit & 63)) == 0 { return false }
+            }
+            return true
+        }
+    }
+
+    /// The block's first word: from the hash's bits mixed again, so that the block and the
+    /// bits within it do not come from the same bits.
+    @inline(__always)
+    private func firstWord(of hash: UInt64) -> Int {
+        (Int(truncatingIfNeeded: (hash &* 0x9E37_79B9_7F4A_7C15) >> 32) & blockMask) * Self.wordsPerBlock
+    }
+
+    /// Bit `probe` of the block: nine bits of the hash each.
+    @inline(__always)
+    private static func bit(_ probe: Int, of hash: UInt64) -> Int {
+        Int(truncatingIfNeeded: hash >> UInt64(9 * probe)) & 511
+    }
+}
