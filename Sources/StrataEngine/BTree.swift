@@ -286,8 +286,9 @@ enum TreeReader {
 
     @inline(never)
     private static func locateBuffered(store: PageStore, state: TreeState, key: UnsafeRawBufferPointer) throws -> Location? {
-        if let pending = state.pending, let i = pending.find(key) { return pending.isDeleted(i) ? nil : (pending.entries, i) }
-        switch state.runs?.find(key) ?? .absent {
+        let hash = BloomFilter.hash(key)
+        if let pending = state.pending, let i = pending.find(key, hash: hash) { return pending.isDeleted(i) ? nil : (pending.entries, i) }
+        switch state.runs?.find(key, hash: hash) ?? .absent {
         case .entry(let location): return location
         case .deleted: return nil
         case .absent: return try locate(store: store, root: state.root, key: key)

@@ -22,7 +22,8 @@ struct BloomFilter {
         blockMask = blocks - 1
     }
 
-    /// The hash a filter takes for `key` (one per lookup, shared by every run's filter).
+    /// The hash a filter takes for `key`: the write buffer's one hash of a key, computed
+    /// once per lookup and shared by the pending writes' table and every run's filter.
     @inline(__always)
     static func hash(_ key: UnsafeRawBufferPointer) -> UInt64 { XXH64.hash(key) }
 

@@ -154,15 +154,17 @@ final class SortedRuns: @unchecked Sendable {
     let runs: [BufferRun]
     /// Entries over all runs, tombstones included (a key in two runs counts twice).
     let entries: Int
+    /// The runs' entries as encoded, in bytes.
+    let bytes: Int
 
     init(_ runs: [BufferRun]) {
         self.runs = runs
         self.entries = runs.reduce(0) { $0 + $1.count }
+        self.bytes = runs.reduce(0) { $0 + $1.entries.bytes.count }
     }
 
-    /// The newest entry of `key` in the runs.
-    func find(_ key: UnsafeRawBufferPointer) -> BufferHit {
-        let hash = BloomFilter.hash(key)
+    /// The newest entry of `key` in the runs; `hash` is its `BloomFilter.hash`.
+    func find(_ key: UnsafeRawBufferPointer, hash: UInt64) -> BufferHit {
         for run in runs {
             if let index = run.find(key, hash: hash) { return run.isDeleted(index) ? .deleted : .entry((run.entries, index)) }
         }

@@ -104,8 +104,8 @@ public final class Database: Sendable {
         public var autoCompaction: AutoCompaction? = AutoCompaction()
         /// Buffer the writes that would copy a leaf a snapshot shares, and merge them into
         /// their tree in key order once a tree's buffer holds more than this many entries,
-        /// or an eighth of the tree's (at most 2,097,152). nil (the default): every write
-        /// goes straight into its tree.
+        /// or an eighth of the tree's (at most 2,097,152), or an eighth of `cacheSize` in
+        /// bytes. nil (the default): every write goes straight into its tree.
         ///
         /// A write transaction copies a leaf the first time it changes one that the
         /// committed tree shares, so a transaction of scattered keys copies about one leaf

@@ -21,9 +21,11 @@ final class PendingWrites {
     private(set) var keys = 0
 
     /// The entry written last for `key`.
-    func find(_ key: UnsafeRawBufferPointer) -> Int? {
+    /// - Parameter hash: The key's `BloomFilter.hash`, which a write computes once for the
+    ///   table and the runs' filters.
+    func find(_ key: UnsafeRawBufferPointer, hash: UInt64) -> Int? {
         let mask = slots.count - 1
-        var slot = Int(truncatingIfNeeded: XXH64.hash(key)) & mask
+        var slot = Int(truncatingIfNeeded: hash) & mask
         while true {
             let stored = Int(slots[slot])
             if stored == 0 { return nil }
@@ -37,7 +39,7 @@ final class PendingWrites {
 
     /// Records the newest write of `key`: `value`, or a delete when it is nil;
     /// `unresolved`: its effect on the count is not known (see `unresolved`).
-    func write(_ key: UnsafeRawBufferPointer, _ value: ValueSlot?, unresolved isUnresolved: Bool = false, limits: NodeLimits) {
+    func write(_ key: UnsafeRawBufferPointer, hash: UInt64, _ value: ValueSlot?, unresolved isUnresolved: Bool = false, limits: NodeLimits) {
         let i = entries.count
         // Entry numbers fit the table's 32 bits: a buffer is merged long before
         // (`WriteBufferPolicy.maximumEntries`).
@@ -45,7 +47,7 @@ final class PendingWrites {
         entries.insert(at: i, key: key, value: value ?? .inline(UnsafeRawBufferPointer(start: nil, count: 0)), limits: limits)
         deleted.append(value == nil, at: i)
         let mask = slots.count - 1
-        var slot = Int(truncatingIfNeeded: XXH64.hash(key)) & mask
+        var slot = Int(truncatingIfNeeded: hash) & mask
         while slots[slot] != 0 {
             let previous = Int(slots[slot]) - 1
             if compareBytes(entries.withUnchangingEntry(previous) { k, _ in k }, key) == 0 {
@@ -68,7 +70,7 @@ final class PendingWrites {
         var larger = [Int32](repeating: 0, count: slots.count * 2)
         let mask = larger.count - 1
         for stored in slots where stored != 0 {
-            var slot = Int(truncatingIfNeeded: XXH64.hash(entries.withUnchangingEntry(Int(stored) - 1) { k, _ in k })) & mask
+            var slot = Int(truncatingIfNeeded: BloomFilter.hash(entries.withUnchangingEntry(Int(stored) - 1) { k, _ in k })) & mask
             while larger[slot] != 0 { slot = (slot + 1) & mask }
             larger[slot] = stored
         }

@@ -300,7 +300,7 @@ public final class WriteTransaction: TreeReading {
     init(database: Database, snapshot: Snapshot, owner: UInt64, values: PendingValueFrames?) {
         self.database = database
         self.changes = TreeChanges(trees: snapshot.trees, mutator: TreeMutator(store: snapshot.store, owner: owner))
-        self.changes.buffer = database.options.writeBufferEntries.map { WriteBufferPolicy(minimumEntries: $0) }
+        self.changes.buffer = WriteBufferPolicy(database.options)
         self.values = values
     }
 

@@ -2,9 +2,20 @@
 struct WriteBufferPolicy {
     /// The fewest entries a tree's buffer holds before it is merged.
     let minimumEntries: Int
-    /// The most entries a buffer holds, whatever the tree's size: bounds its memory (about
-    /// a hundred MiB for W1's records).
+    /// The most bytes a tree's buffer holds (its entries as encoded): a share of the cache
+    /// budget, since runs live in memory beside the cache.
+    var maximumBytes = Int.max
+    /// The most entries a buffer holds, whatever the tree's size.
     static let maximumEntries = 1 << 21
+
+    /// The policy `options` asks for; nil when they ask for no buffer.
+    init?(_ options: Database.Options) {
+        guard let entries = options.writeBufferEntries else { return nil }
+        minimumEntries = entries
+        maximumBytes = max(1 << 20, options.cacheSize / 8)
+    }
+
+    init(minimumEntries: Int) { self.minimumEntries = minimumEntries }
 
     /// How many entries the buffer of a tree of `treeEntries` may hold: a fixed size stops
     /// paying as the tree grows, since a merge of *n* entries into a tree of many more
@@ -29,8 +40,9 @@ struct WriteBufferPolicy {
 extension TreeChanges {
     mutating func bufferedPut(at index: Dictionary<String, TreeState>.Index, key: UnsafeRawBufferPointer, value: ValueSlot,
                               replacing: Bool, policy: WriteBufferPolicy) throws -> Bool {
+        let hash = BloomFilter.hash(key)
         let present: Bool?
-        switch try bufferedPresence(at: index, key: key, needed: !replacing) {
+        switch try bufferedPresence(at: index, key: key, hash: hash, needed: !replacing) {
         case .buffered(let isPresent): present = isPresent
         case .inTree(owned: true, _):
             let inserted = try putInTree(at: index, key: key, value: value, replacing: replacing)
@@ -40,7 +52,7 @@ extension TreeChanges {
         case .unknown: present = nil
         }
         if present == true && !replacing { return false }
-        pendingWrites(at: index).write(key, value, unresolved: present == nil, limits: mutator.limits)
+        pendingWrites(at: index).write(key, hash: hash, value, unresolved: present == nil, limits: mutator.limits)
         if present == false { trees.values[index].entryCount &+= 1 }
         try mergeIfDue(at: index, policy: policy)
         return present == false
@@ -48,7 +60,8 @@ extension TreeChanges {
 
     mutating func bufferedDelete(at index: Dictionary<String, TreeState>.Index, key: UnsafeRawBufferPointer,
                                  policy: WriteBufferPolicy) throws -> Bool {
-        switch try bufferedPresence(at: index, key: key, needed: true) {
+        let hash = BloomFilter.hash(key)
+        switch try bufferedPresence(at: index, key: key, hash: hash, needed: true) {
         case .buffered(false), .inTree(_, false), .unknown: return false
         case .inTree(owned: true, true):
             let removed = try deleteInTree(at: index, key: key)
@@ -56,7 +69,7 @@ extension TreeChanges {
             return removed
         case .buffered(true), .inTree(owned: false, true): break
         }
-        pendingWrites(at: index).write(key, nil, limits: mutator.limits)
+        pendingWrites(at: index).write(key, hash: hash, nil, limits: mutator.limits)
         trees.values[index].entryCount &-= 1
         try mergeIfDue(at: index, policy: policy)
         return true
@@ -78,11 +91,11 @@ extension TreeChanges {
     ///   merge (`unresolved`), which finds the key's leaf anyway. Looking each put's key up
     ///   in the tree was a descent that missed the CPU cache at every level below the
     ///   top, 15% of W1's insert.batch at 1M (perf).
-    private func bufferedPresence(at index: Dictionary<String, TreeState>.Index, key: UnsafeRawBufferPointer,
+    private func bufferedPresence(at index: Dictionary<String, TreeState>.Index, key: UnsafeRawBufferPointer, hash: UInt64,
                                   needed: Bool) throws -> Presence {
-        if let pending = trees.values[index].pending, let i = pending.find(key) { return .buffered(present: !pending.isDeleted(i)) }
+        if let pending = trees.values[index].pending, let i = pending.find(key, hash: hash) { return .buffered(present: !pending.isDeleted(i)) }
         if let runs = trees.values[index].runs {
-            switch runs.find(key) {
+            switch runs.find(key, hash: hash) {
             case .entry: return .buffered(present: true)
             case .deleted: return .buffered(present: false)
             case .absent: break
@@ -107,8 +120,12 @@ extension TreeChanges {
     }
 
     private mutating func mergeIfDue(at index: Dictionary<String, TreeState>.Index, policy: WriteBufferPolicy) throws {
-        let buffered = (trees.values[index].runs?.entries ?? 0) + (trees.values[index].pending?.keys ?? 0)
-        if buffered > policy.limit(treeEntries: trees.values[index].entryCount) { try mergeBuffer(at: index) }
+        let runs = trees.values[index].runs, pending = trees.values[index].pending
+        let entries = (runs?.entries ?? 0) + (pending?.keys ?? 0)
+        let bytes = (runs?.bytes ?? 0) + (pending?.entries.bytes.count ?? 0)
+        if entries > policy.limit(treeEntries: trees.values[index].entryCount) || bytes > policy.maximumBytes {
+            try mergeBuffer(at: index)
+        }
     }
 
     /// Sorts the transaction's pending writes to the tree at `index` into its newest run:

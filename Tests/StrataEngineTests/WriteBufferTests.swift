@@ -131,6 +131,24 @@ struct WriteBufferTests {
         #expect(entries.allSatisfy { model[$0.0] == $0.1 })
     }
 
+    @Test("a buffer is merged once its bytes pass an eighth of the cache budget, whatever its entry limit")
+    func bufferBytesAreBounded() throws {
+        var options = Self.options(buffer: 1_000_000)
+        options.cacheSize = 1 << 20   // the bound is then its floor, 1 MiB
+        let db = try Database.inMemory(options: options)
+        try db.write { tx in try tx.createTree("t") }
+        let value = [UInt8](repeating: 7, count: 100)
+        for batch in 0 ..< 20 {
+            try db.write { tx in
+                for n in 0 ..< 1_000 { try tx.put(value, forKey: Self.key(batch * 1_000 + n), in: "t") }
+            }
+        }
+        let tree = try db.statistics().trees[0]
+        #expect(tree.entryCount == 20_000)
+        #expect(tree.bufferedWrites * 110 <= 1 << 20, "about 2.2 MB written: merged at least once")
+        #expect(try allEntries(db.snapshot(), "t").count == 20_000)
+    }
+
     @Test("a checkpoint merges the buffer first: reopened without a log, the file holds every write")
     func checkpointMergesTheBuffer() throws {
         let dir = TemporaryDirectory()
