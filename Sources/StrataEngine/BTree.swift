@@ -67,17 +67,21 @@ struct TreeMutator {
     /// - Returns: Whether the key is new; nil when the leaf would split (or the root is not
     ///   this transaction's), having changed nothing but such copies: `putSplitting` then
     ///   does the put.
-    func putInPlace(top: Unmanaged<BranchNode>, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool) throws -> Bool? {
+    /// - Parameter copying: Whether nodes not this transaction's are copied on the way;
+    ///   when false the put declines (nil) at the first one, having changed nothing: a
+    ///   buffered write then goes to the write buffer instead (`TreeChanges.bufferedPut`).
+    func putInPlace(top: Unmanaged<BranchNode>, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool,
+                    copying: Bool = true) throws -> Bool? {
         // The walk holds no reference: the root is held by the caller's tree state, and
         // each branch below by its parent; nothing else changes the tree meanwhile (a
         // transaction's nodes are its own).
         guard top._withUnsafeGuaranteedRef({ $0.owner == owner }) else { return nil }
         var branch = top
         while true {
-            switch try branch._withUnsafeGuaranteedRef({ try stepInPlace(from: $0, key: key, value: value, replacing: replacing) }) {
+            switch try branch._withUnsafeGuaranteedRef({ try stepInPlace(from: $0, key: key, value: value, replacing: replacing, copying: copying) }) {
             case .descend(let child): branch = child
             case .done(let inserted): return inserted
-            case .wouldSplit: return nil
+            case .declined: return nil
             }
         }
     }
@@ -86,20 +90,25 @@ struct TreeMutator {
         /// On to this branch, now this transaction's and held by its parent.
         case descend(Unmanaged<BranchNode>)
         case done(inserted: Bool)
-        case wouldSplit
+        /// The leaf would split, or (not copying) a node is not this transaction's.
+        case declined
     }
 
     /// One level of `putInPlace` below `branch`, which is this transaction's.
     @inline(__always)
-    private func stepInPlace(from branch: BranchNode, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool) throws -> InPlaceStep {
+    private func stepInPlace(from branch: BranchNode, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool,
+                             copying: Bool) throws -> InPlaceStep {
         let index = branch.childIndex(for: key)
         switch branch.unretainedChild(at: index) {
         case .branch(let child):
             if child._withUnsafeGuaranteedRef({ $0.owner == owner }) { return .descend(child) }
+            guard copying else { return .declined }
             return .descend(adopt(child._withUnsafeGuaranteedRef { $0.copy(owner: owner) }, into: branch, at: index))
         case .leaf(let leaf):
+            guard copying || leaf._withUnsafeGuaranteedRef({ $0.owner == owner }) else { return .declined }
             return leaf._withUnsafeGuaranteedRef { putInLeaf($0, under: branch, at: index, key: key, value: value, replacing: replacing) }
         case .stored(let address):
+            guard copying else { return .declined }
             switch try store.node(at: address) {
             case .branch(let child): return .descend(adopt(child.copy(owner: owner), into: branch, at: index))
             case .leaf(let leaf): return putInLeaf(leaf, under: branch, at: index, key: key, value: value, replacing: replacing)
@@ -122,7 +131,7 @@ struct TreeMutator {
         let (position, found) = original.search(key)
         if found, !replacing { return .done(inserted: false) }
         let entry = LeafNode.entrySizes(keyCount: key.count, value: value, limits: limits).page
-        guard original.pageBytes + entry <= limits.pageSize else { return .wouldSplit }
+        guard original.pageBytes + entry <= limits.pageSize else { return .declined }
         let leaf = mutable(original)
         if leaf !== original { parent.setChild(.leaf(leaf), at: index) }
         if found {
