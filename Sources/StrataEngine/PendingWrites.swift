@@ -77,13 +77,19 @@ final class PendingWrites {
         slots = larger
     }
 
-    /// The current write of every key, in key order, as a run.
+    /// The current write of every key, in key order, as a run. Sorted by key heads
+    /// (`keyHead`), the bytes compared only where heads tie: a sort comparing each pair's
+    /// bytes was 6% of W1's insert.batch with a buffer (callgrind, 100k records).
     func sortedRun() -> BufferRun {
-        var current = self.current
         let leaf = entries
-        current.sort { compareBytes(leaf.withUnchangingEntry($0) { k, _ in k }, leaf.withUnchangingEntry($1) { k, _ in k }) < 0 }
-        var builder = BufferRun.Builder(bytes: leaf.bytes.count, entries: current.count)
-        for i in current { builder.append(entry: i, of: leaf, deleted: isDeleted(i), unresolved: unresolved[i]) }
+        func key(_ i: Int32) -> UnsafeRawBufferPointer { leaf.withUnchangingEntry(Int(i)) { key, _ in key } }
+        var order = slots.compactMap { $0 == 0 ? nil : (head: keyHead(key($0 - 1)), entry: $0 - 1) }
+        order.sort { $0.head != $1.head ? $0.head < $1.head : compareBytes(key($0.entry), key($1.entry)) < 0 }
+        var builder = BufferRun.Builder(bytes: leaf.bytes.count, entries: order.count)
+        for (_, entry) in order {
+            let i = Int(entry)
+            builder.append(entry: i, of: leaf, deleted: isDeleted(i), unresolved: unresolved[i])
+        }
         return builder.finish()
     }
 }
