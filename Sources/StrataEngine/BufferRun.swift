@@ -17,8 +17,6 @@ final class BufferRun: @unchecked Sendable {
     private let deleted: EntryFlags
     /// Per entry: a count not yet resolved (`PendingWrites.unresolved`).
     let unresolved: EntryFlags
-    /// How many of the entries are tombstones.
-    let tombstones: Int
     /// How many of the unresolved entries' keys the tree lacks: what they add to its
     /// count. Found by looking each up once, when a count first asks (then kept: the tree
     /// gains or loses such a key only when the buffer is merged into it, which ends the run).
@@ -26,11 +24,10 @@ final class BufferRun: @unchecked Sendable {
     /// Which keys the run may hold: a lookup searches only the runs whose filter passes.
     private let filter: BloomFilter
 
-    fileprivate init(entries: LeafNode, deleted: EntryFlags, unresolved: EntryFlags, tombstones: Int, filter: BloomFilter) {
+    fileprivate init(entries: LeafNode, deleted: EntryFlags, unresolved: EntryFlags, filter: BloomFilter) {
         self.entries = entries
         self.deleted = deleted
         self.unresolved = unresolved
-        self.tombstones = tombstones
         self.filter = filter
     }
 
@@ -103,7 +100,6 @@ final class BufferRun: @unchecked Sendable {
         private var starts: [UInt32] = []
         private var deleted: EntryFlags
         private var unresolved: EntryFlags
-        private var tombstones = 0
 
         /// A builder with room for `bytes` bytes of entries, `entries` of them.
         init(bytes: Int, entries: Int) {
@@ -119,7 +115,6 @@ final class BufferRun: @unchecked Sendable {
             let n = starts.count
             deleted.append(isDeleted, at: n)
             unresolved.append(isUnresolved, at: n)
-            if isDeleted { tombstones += 1 }
             let start = Int(source.starts[i]), end = source.entryEnd(i)
             assert(n == 0 || compareBytes(storage.withUnsafeBytes { LeafNode.key(in: $0, at: Int(starts[n - 1])) },
                                           LeafNode.key(in: source.bytes, at: start)) < 0, "a run's keys ascend")
@@ -138,7 +133,7 @@ final class BufferRun: @unchecked Sendable {
             }
             // Never a page: its page size is not kept.
             let leaf = LeafNode(owner: 0, storage: storage, starts: starts, heads: heads, pageBytes: 0)
-            return BufferRun(entries: leaf, deleted: deleted, unresolved: unresolved, tombstones: tombstones, filter: filter)
+            return BufferRun(entries: leaf, deleted: deleted, unresolved: unresolved, filter: filter)
         }
     }
 }

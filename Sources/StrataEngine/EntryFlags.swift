@@ -15,7 +15,4 @@ struct EntryFlags {
 
     @inline(__always)
     subscript(index: Int) -> Bool { words[index >> 6] & (1 << UInt64(index & 63)) != 0 }
-
-    /// How many entries are flagged.
-    var count: Int { words.reduce(0) { $0 + $1.nonzeroBitCount } }
 }

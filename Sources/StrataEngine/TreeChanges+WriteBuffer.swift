@@ -54,10 +54,7 @@ extension TreeChanges {
                 return inserted
             }
             switch try treePresence(at: index, key: key, needed: !replacing) {
-            case .owned:
-                let inserted = try putInTree(at: index, key: key, value: value, replacing: replacing)
-                if inserted { trees.values[index].entryCount &+= 1 }
-                return inserted
+            case .owned: return try putInTreeCounting(at: index, key: key, value: value, replacing: replacing)
             case .shared(let isPresent): present = isPresent
             case .unknown: present = nil
             }
@@ -76,10 +73,7 @@ extension TreeChanges {
             guard present else { return false }
         } else {
             switch try treePresence(at: index, key: key, needed: true) {
-            case .owned:
-                let removed = try deleteInTree(at: index, key: key)
-                if removed { trees.values[index].entryCount &-= 1 }
-                return removed
+            case .owned: return try deleteInTreeCounting(at: index, key: key)
             case .shared(let present):
                 guard present else { return false }
             case .unknown:

@@ -39,8 +39,14 @@ struct TreeChanges {
     mutating func put(tree: String, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool = true) throws -> Bool {
         let index = try position(of: tree)
         if let buffer { return try bufferedPut(at: index, key: key, value: value, replacing: replacing, policy: buffer) }
+        return try putInTreeCounting(at: index, key: key, value: value, replacing: replacing)
+    }
+
+    /// `putInTree`, counting a new key (in wrapping arithmetic: `TreeState.entryCount`).
+    mutating func putInTreeCounting(at index: Dictionary<String, TreeState>.Index, key: UnsafeRawBufferPointer, value: ValueSlot,
+                                    replacing: Bool) throws -> Bool {
         let inserted = try putInTree(at: index, key: key, value: value, replacing: replacing)
-        if inserted { trees.values[index].entryCount += 1 }
+        if inserted { trees.values[index].entryCount &+= 1 }
         return inserted
     }
 
@@ -71,8 +77,13 @@ struct TreeChanges {
     mutating func delete(tree: String, key: UnsafeRawBufferPointer) throws -> Bool {
         let index = try position(of: tree)
         if let buffer { return try bufferedDelete(at: index, key: key, policy: buffer) }
+        return try deleteInTreeCounting(at: index, key: key)
+    }
+
+    /// `deleteInTree`, counting a removed key (in wrapping arithmetic: `TreeState.entryCount`).
+    mutating func deleteInTreeCounting(at index: Dictionary<String, TreeState>.Index, key: UnsafeRawBufferPointer) throws -> Bool {
         let removed = try deleteInTree(at: index, key: key)
-        if removed { trees.values[index].entryCount -= 1 }
+        if removed { trees.values[index].entryCount &-= 1 }
         return removed
     }
 
