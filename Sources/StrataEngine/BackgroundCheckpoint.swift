@@ -103,17 +103,22 @@ extension Database {
     /// Called with the gate held, after `checkpointPass.start()` succeeded.
     private func startCheckpointPass(of snapshot: Snapshot, store: PageStore) {
         let started = ContinuousClock.now
+        // The runs the pass merges stay as they are until the checkpoint proper installs
+        // the merge (`BufferRun.isTaken`).
+        BackgroundBufferMerges.markTaken(snapshot.trees)
+        let owner = nextOwner()
         let thread = Thread { [self] in
             var pass = CheckpointPass(store: store, place: { [self] frames, starts in
                 try placeCheckpointFrames(&frames, starts: starts, store: store)
             }, sync: { [self] in try group.syncBesideCommits(store.file) })
             var completed = false
             do {
-                try pass.write(snapshot)
+                let (merged, merges) = try mergingBuffers(of: snapshot, owner: owner)
+                try pass.write(merged)
                 // The pages reach the disk before the gate is taken: the checkpoint's own
                 // sync then has little left to flush.
                 try group.syncBesideCommits(store.file)
-                completed = try finishCheckpointPass(pass, store: store, started: started)
+                completed = try finishCheckpointPass(pass, store: store, started: started, merges: merges)
             } catch is CheckpointPassStopped {
                 // A checkpoint holding the writer or a compaction came first, or the handle closed.
             } catch let error as StrataError {
@@ -129,6 +134,30 @@ extension Database {
         }
         thread.name = "strata checkpoint"
         thread.start()
+    }
+
+    /// `snapshot` with its write buffers merged into its trees, by `owner`, on the pass's
+    /// thread: a buffered tree has few unwritten nodes, and without this the checkpoint
+    /// proper merged and wrote the whole buffer holding the writer. Starts from the merges
+    /// beside the writer finished or running, and leaves its own for the writer to install
+    /// (`BackgroundBufferMerges.merge`).
+    /// - Returns: The merged snapshot, and the merges that made it, in order, for the
+    ///   checkpoint proper to install.
+    private func mergingBuffers(of snapshot: Snapshot, owner: UInt64) throws -> (Snapshot, [[String: BufferMerge]]) {
+        guard snapshot.trees.values.contains(where: \.isBuffered) else { return (snapshot, []) }
+        let mutator = TreeMutator(store: snapshot.store, owner: owner)
+        guard let bufferMerges else {
+            let trees = try TreeChanges.mergingBuffers(of: snapshot.trees, mutator: mutator)
+            return (Snapshot(store: snapshot.store, trees: trees, sequence: snapshot.sequence), [])
+        }
+        bufferMerges.waitUntilIdle()
+        let finished = bufferMerges.peekFinished()
+        var trees = finished.installed(in: snapshot.trees, store: snapshot.store)
+        let own = bufferMerges.merge(trees.filter { $0.value.isBuffered }, mutator: mutator)
+        trees = own.installed(in: trees, store: snapshot.store)
+        // A merge that failed leaves its tree buffered: the checkpoint proper merges it, and
+        // reports the damage.
+        return (Snapshot(store: snapshot.store, trees: trees, sequence: snapshot.sequence), [finished, own])
     }
 
     /// Places a batch of the pass's frames at the log's end: seals each for its offset,
@@ -164,7 +193,8 @@ extension Database {
     /// snapshot, refers to the rest by the addresses the pass gave them, and writes the
     /// checkpoint frame of the latest commit. Returns false when the pass no longer
     /// applies (a checkpoint or compaction came first, or the handle closed).
-    private func finishCheckpointPass(_ pass: CheckpointPass, store: PageStore, started: ContinuousClock.Instant) throws -> Bool {
+    private func finishCheckpointPass(_ pass: CheckpointPass, store: PageStore, started: ContinuousClock.Instant,
+                                      merges: [[String: BufferMerge]]) throws -> Bool {
         checkpointPass.testHooks.withLock { $0.beforeFinishing }?()
         try enterGate()
         defer { gate.leave() }
@@ -172,7 +202,7 @@ extension Database {
         try checkWritable()
         let held = ContinuousClock.now
         do {
-            try checkpointHoldingGate(known: pass.written, startedAt: started)
+            try checkpointHoldingGate(known: pass.written, startedAt: started, merges: merges)
         } catch {
             writer.failedCheckpoints += 1
             throw error

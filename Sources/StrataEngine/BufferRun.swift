@@ -23,6 +23,10 @@ final class BufferRun: @unchecked Sendable {
     private let absentUnresolved = Mutex<Int?>(nil)
     /// Which keys the run may hold: a lookup searches only the runs whose filter passes.
     private let filter: BloomFilter
+    /// Whether a merge away from the writer has taken this run (`BufferMerge`): the writer
+    /// then never merges it with newer runs, or the merge could not be installed (it finds
+    /// the runs it took by identity).
+    private let taken = Atomic<Bool>(false)
 
     fileprivate init(entries: LeafNode, deleted: EntryFlags, unresolved: EntryFlags, filter: BloomFilter) {
         self.entries = entries
@@ -32,6 +36,11 @@ final class BufferRun: @unchecked Sendable {
     }
 
     var count: Int { entries.count }
+
+    var isTaken: Bool { taken.load(ordering: .relaxed) }
+
+    /// Marks the run as taken by a merge away from the writer. Called with the writer held.
+    func markTaken() { taken.store(true, ordering: .relaxed) }
 
     /// Whether entry `i` is a tombstone.
     @inline(__always)
@@ -178,8 +187,12 @@ final class SortedRuns: @unchecked Sendable {
     /// sequential pass, and a lookup passes at most three runs' filters per size class.
     /// (Merging as a binary counter, two runs at a time, copied each entry log2(n) times:
     /// 12% of W1's insert.batch with a buffer; callgrind, 100k records.)
+    ///
+    /// Runs a merge away from the writer has taken (`BufferRun.isTaken`, always the oldest)
+    /// are left out: that merge finds them by identity.
     func adding(_ run: BufferRun) -> SortedRuns {
-        var runs = [run] + self.runs
+        let taken = self.runs.reversed().prefix(while: \.isTaken).count
+        var runs = [run] + self.runs.dropLast(taken)
         func sizeClass(_ run: BufferRun) -> Int { (Int.bitWidth - run.count.leadingZeroBitCount) / 2 }
         while runs.count >= Self.tier, runs[1 ..< Self.tier].allSatisfy({ sizeClass($0) == sizeClass(runs[0]) }) {
             runs.replaceSubrange(0 ..< Self.tier, with: [BufferRun.merging(Array(runs[0 ..< Self.tier]))])
@@ -187,7 +200,7 @@ final class SortedRuns: @unchecked Sendable {
         // Runs of mixed sizes (a large transaction's between small ones) could pile up
         // unmerged: past a dozen, they all become one.
         if runs.count > Self.mostRuns { runs = [BufferRun.merging(runs)] }
-        return SortedRuns(runs)
+        return SortedRuns(runs + self.runs.suffix(taken))
     }
 
     private static let tier = 4

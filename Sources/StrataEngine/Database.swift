@@ -120,6 +120,13 @@ public final class Database: Sendable {
         /// options.writeBufferEntries = 65_536
         /// ```
         public var writeBufferEntries: Int? = nil
+        /// Whether a buffer past its limit is merged into its tree on a thread of its own
+        /// while commits go on (the default), or by the commit that filled it. Beside the
+        /// writer, the merge copies the leaves it changes into a new version of the tree,
+        /// and the first commit after it finished puts that version in place; a writer
+        /// that fills a second buffer's worth before then waits for it. Either way, a
+        /// buffer never holds more than twice its limit.
+        public var mergesWriteBufferInBackground = true
         /// Checkpoint in `close()`, so the next open replays nothing.
         public var checkpointOnClose = true
         /// What opening does with damage followed by valid commits: refuse (`.strict`, the
@@ -173,6 +180,9 @@ public final class Database: Sendable {
     let background = BackgroundCompaction()
     /// The checkpoint `Options.backgroundCheckpoints` runs on a thread of its own.
     let checkpointPass = BackgroundCheckpointState()
+    /// The merges of write buffers `Options.mergesWriteBufferInBackground` runs on a thread
+    /// of their own; nil when the writer merges them itself.
+    let bufferMerges: BackgroundBufferMerges?
     let openReport: OpenReport
 
     /// Opens (creating when missing, unless read-only) the database at `path`.
@@ -211,6 +221,8 @@ public final class Database: Sendable {
         self.path = path
         self.options = options
         self.fileSystem = fileSystem
+        bufferMerges = options.writeBufferEntries != nil && options.mergesWriteBufferInBackground
+            ? BackgroundBufferMerges(logger: options.logger) : nil
         let file = try Self.openFile(path, options: options, fileSystem: fileSystem)
         let recovered: RecoveredState
         do {
@@ -648,16 +660,23 @@ public final class Database: Sendable {
     ///   - startedAt: When the checkpoint's work began (its pass's, for one in the
     ///     background): the policy of `BackgroundCheckpoints.whenCommitsAreSparse`
     ///     measures how long checkpoints take.
+    ///   - merges: Write buffers a background pass merged before it wrote (in order),
+    ///     installed where they still apply.
     func checkpointHoldingGate(closing: Bool = false, known: [ObjectIdentifier: NodeWriter.Written] = [:],
-                               startedAt: ContinuousClock.Instant = .now) throws {
+                               startedAt: ContinuousClock.Instant = .now, merges: [[String: BufferMerge]] = []) throws {
         try settleHoldingGate()
         let latest = writer.latest
         guard writer.logBytes > 0 || writer.checkpoint == nil && !latest.trees.isEmpty else { return }
         let store = writer.store
         // A checkpoint names trees as of a log position, and replay after it starts there:
         // writes still in a write buffer would be lost to it, so they go into their trees
-        // first (copies by an owner of their own: the published trees stay as they are).
-        let merged = try TreeChanges.mergingBuffers(of: latest.trees, mutator: TreeMutator(store: store, owner: nextOwner()))
+        // first: by the merges made beside the writer where they apply (waiting for the one
+        // running costs less than doing its work again), the rest here (copies by an owner
+        // of their own: the published trees stay as they are).
+        bufferMerges?.waitUntilIdle()
+        var installed = bufferMerges?.takeFinished().installed(in: latest.trees, store: store) ?? latest.trees
+        for merge in merges { installed = merge.installed(in: installed, store: store) }
+        let merged = try TreeChanges.mergingBuffers(of: installed, mutator: TreeMutator(store: store, owner: nextOwner()))
         let current = Snapshot(store: store, trees: merged, sequence: latest.sequence)
         let start = writer.end
         var nodes = NodeWriter(store: store, appender: FrameAppender(file: store.file, salt: store.salt, position: start,
@@ -717,6 +736,7 @@ public final class Database: Sendable {
         defer {
             background.wait()
             checkpointPass.wait()
+            bufferMerges?.waitUntilIdle()
         }
         try enterGate()
         defer { gate.leave() }

@@ -81,6 +81,12 @@ public struct Statistics: Sendable, Equatable {
     /// commits changed during its pass, the syncs, the checkpoint frame and slot. Zero
     /// before the first.
     public var longestBackgroundCheckpointPause: Duration = .zero
+    /// Write buffer merges this handle made beside the writer
+    /// (`Options.mergesWriteBufferInBackground`), a background checkpoint's included.
+    public var writeBufferMerges: UInt64 = 0
+    /// Merges beside the writer that failed (a damaged page): the writer merged those
+    /// buffers itself, and reported the damage.
+    public var failedWriteBufferMerges: UInt64 = 0
     /// Every tree, with its entry count.
     public var trees: [Tree]
 }
@@ -192,6 +198,7 @@ extension Database {
         let cache = snapshot.store.cache.counters, values = snapshot.store.values.counters
         let compacted = background.counters
         let checkpointed = checkpointPass.counters
+        let merged = bufferMerges?.counters ?? (completed: 0, failed: 0)
         let synced = groupCommitCounters
         return Statistics(
             path: path, fileSize: try snapshot.store.file.size(), pageSize: snapshot.store.limits.pageSize,
@@ -207,6 +214,7 @@ extension Database {
             lastBackgroundCompaction: compacted.last, longestBackgroundWriterPause: compacted.longestPause,
             backgroundCheckpoints: checkpointed.completed, abandonedBackgroundCheckpoints: checkpointed.abandoned,
             longestBackgroundCheckpointPause: checkpointed.longestPause,
+            writeBufferMerges: merged.completed, failedWriteBufferMerges: merged.failed,
             trees: try snapshot.treeNames.map { name in
                 let state = snapshot.trees[name]!
                 return Statistics.Tree(name: name, entryCount: Int(try state.exactCount(store: snapshot.store)),

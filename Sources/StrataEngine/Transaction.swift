@@ -300,7 +300,7 @@ public final class WriteTransaction: TreeReading {
     init(database: Database, snapshot: Snapshot, owner: UInt64, values: PendingValueFrames?) {
         self.database = database
         self.changes = TreeChanges(trees: snapshot.trees, mutator: TreeMutator(store: snapshot.store, owner: owner))
-        self.changes.buffer = WriteBufferPolicy(database.options)
+        self.changes.buffer = WriteBufferPolicy(database.options, merges: database.bufferMerges)
         self.values = values
     }
 
@@ -497,7 +497,7 @@ public final class WriteTransaction: TreeReading {
         }
         let written: UInt64?
         do {
-            if let policy = changes.buffer { try changes.settleBuffers(policy: policy) }
+            if let policy = changes.buffer { try changes.settleBuffers(policy: policy, newOwner: database.nextOwner) }
             written = try database.commit(log: log, values: values, trees: changes.trees)
         } catch {
             releasePendingValues(committed: false)

@@ -8,11 +8,16 @@ struct WriteBufferPolicy {
     /// The most entries a buffer holds, whatever the tree's size.
     static let maximumEntries = 1 << 21
 
-    /// The policy `options` asks for; nil when they ask for no buffer.
-    init?(_ options: Database.Options) {
+    /// Where merges beside the writer run; nil: the writer merges on its own thread.
+    var merges: BackgroundBufferMerges?
+
+    /// The policy `options` asks for, merging beside the writer in `merges`; nil when they
+    /// ask for no buffer.
+    init?(_ options: Database.Options, merges: BackgroundBufferMerges?) {
         guard let entries = options.writeBufferEntries else { return nil }
         minimumEntries = entries
         maximumBytes = max(1 << 20, options.cacheSize / 8)
+        self.merges = merges
     }
 
     init(minimumEntries: Int) { self.minimumEntries = minimumEntries }
@@ -23,6 +28,16 @@ struct WriteBufferPolicy {
     func limit(treeEntries: UInt64) -> Int {
         // (A count taken below zero by wrapping, `TreeState.entryCount`, gives the maximum.)
         min(max(minimumEntries, Int(clamping: treeEntries / 8)), Self.maximumEntries)
+    }
+
+    /// Whether a buffer of `entries` entries and `bytes` bytes is due for a merge into a tree
+    /// of `treeEntries`: past the limit, or, with `hard`, past the most a buffer may hold
+    /// while a merge beside the writer runs (twice the limit: the writer fills a second
+    /// buffer's worth meanwhile).
+    func isDue(entries: Int, bytes: Int, treeEntries: UInt64, hard: Bool) -> Bool {
+        let limit = limit(treeEntries: treeEntries)
+        guard merges != nil else { return entries > limit || bytes > maximumBytes }
+        return hard ? entries > 2 * limit || bytes > maximumBytes : entries > limit || bytes > maximumBytes / 2
     }
 }
 
@@ -132,12 +147,33 @@ extension TreeChanges {
         return pending
     }
 
-    private mutating func mergeIfDue(at index: Dictionary<String, TreeState>.Index, policy: WriteBufferPolicy) throws {
+    /// Whether the buffer of the tree at `index` is due for a merge (`WriteBufferPolicy.isDue`).
+    private func isDue(at index: Dictionary<String, TreeState>.Index, policy: WriteBufferPolicy, hard: Bool) -> Bool {
         let runs = trees.values[index].runs, pending = trees.values[index].pending
-        let entries = (runs?.entries ?? 0) + (pending?.keys ?? 0)
-        let bytes = (runs?.bytes ?? 0) + (pending?.entries.bytes.count ?? 0)
-        if entries > policy.limit(treeEntries: trees.values[index].entryCount) || bytes > policy.maximumBytes {
-            try mergeBuffer(at: index)
+        return policy.isDue(entries: (runs?.entries ?? 0) + (pending?.keys ?? 0),
+                            bytes: (runs?.bytes ?? 0) + (pending?.entries.bytes.count ?? 0),
+                            treeEntries: trees.values[index].entryCount, hard: hard)
+    }
+
+    /// Merges the buffer of the tree at `index` when it holds the most it may. With merges
+    /// beside the writer, the one running is waited for first (its result may be enough).
+    private mutating func mergeIfDue(at index: Dictionary<String, TreeState>.Index, policy: WriteBufferPolicy) throws {
+        guard isDue(at: index, policy: policy, hard: true) else { return }
+        if let merges = policy.merges, merges.isRunning {
+            merges.waitUntilIdle()
+            installFinishedMerges(merges)
+            guard isDue(at: index, policy: policy, hard: true) else { return }
+        }
+        try mergeBuffer(at: index)
+    }
+
+    /// Installs the merges finished beside the writer where they still apply
+    /// (`BufferMerge.installed`).
+    mutating func installFinishedMerges(_ merges: BackgroundBufferMerges) {
+        for (name, merge) in merges.takeFinished() {
+            guard let index = trees.index(forKey: name),
+                  let installed = merge.installed(in: trees.values[index], store: mutator.store) else { continue }
+            trees.values[index] = installed
         }
     }
 
@@ -156,14 +192,25 @@ extension TreeChanges {
         flushPending(at: try position(of: name))
     }
 
-    /// Prepares every tree's buffer for a commit: pending writes become runs, and buffers
-    /// past their policy's limit are merged into their trees.
-    mutating func settleBuffers(policy: WriteBufferPolicy) throws {
-        for name in trees.keys where trees[name]!.pending != nil {
-            let index = try position(of: name)
-            flushPending(at: index)
-            try mergeIfDue(at: index, policy: policy)
+    /// Prepares every tree's buffer for a commit: pending writes become runs, merges
+    /// finished beside the writer are installed, and buffers past their policy's limit are
+    /// merged: beside the writer when it can (one merge at a time; `newOwner` gives the
+    /// merge its owner), else here.
+    mutating func settleBuffers(policy: WriteBufferPolicy, newOwner: () -> UInt64) throws {
+        for name in trees.keys where trees[name]!.pending != nil { flushPending(at: try position(of: name)) }
+        guard let merges = policy.merges else {
+            for name in trees.keys where trees[name]!.runs != nil { try mergeIfDue(at: try position(of: name), policy: policy) }
+            return
         }
+        installFinishedMerges(merges)
+        var due: [String: TreeState] = [:]
+        for name in trees.keys where trees[name]!.runs != nil {
+            let index = try position(of: name)
+            try mergeIfDue(at: index, policy: policy)
+            if isDue(at: index, policy: policy, hard: false) { due[name] = trees.values[index] }
+        }
+        guard !due.isEmpty, !merges.isRunning else { return }
+        merges.start(due, mutator: TreeMutator(store: mutator.store, owner: newOwner()))
     }
 
     /// Applies the buffered writes of the tree at `index` to it in key order (each leaf

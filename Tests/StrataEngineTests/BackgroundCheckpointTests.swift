@@ -52,7 +52,8 @@ struct BackgroundCheckpointTests {
 
     /// A checkpointed file of `records` entries, reopened so that every automatic
     /// checkpoint runs in the background once 64 KiB of log is written.
-    func openLoaded(_ fs: SimulatedFileSystem, model: inout Model, policy: Database.BackgroundCheckpoints = .always) throws -> Database {
+    func openLoaded(_ fs: SimulatedFileSystem, model: inout Model, policy: Database.BackgroundCheckpoints = .always,
+                    writeBuffer: Int? = nil) throws -> Database {
         let loader = try Database(path: Self.path, options: smallOptions(), fileSystem: fs)
         try loader.write { tx in
             try tx.createTree("t")
@@ -63,14 +64,20 @@ struct BackgroundCheckpointTests {
             }
         }
         try loader.close()
-        return try Database(path: Self.path, options: Self.options(policy), fileSystem: fs)
+        return try Database(path: Self.path, options: Self.options(policy, writeBuffer: writeBuffer), fileSystem: fs)
     }
 
-    static func options(_ policy: Database.BackgroundCheckpoints = .always) -> Database.Options {
+    /// `writeBuffer`: the commits' writes wait in a write buffer of that many entries
+    /// (merged beside the writer), so the pass merges it before it writes.
+    static func options(_ policy: Database.BackgroundCheckpoints = .always, writeBuffer: Int? = nil) -> Database.Options {
         var options = smallOptions(pageSize: 512, checkpointLogBytes: 64 << 10)
         options.backgroundCheckpoints = policy
+        options.writeBufferEntries = writeBuffer
         return options
     }
+
+    /// With and without a write buffer.
+    static let writeBuffers: [Int?] = [nil, 256]
 
     /// Commits spread updates until a checkpoint pass starts (and stops at `pause`).
     func commitUntilPassStarts(_ db: Database, model: inout Model, pause: PassPause) throws {
@@ -83,11 +90,12 @@ struct BackgroundCheckpointTests {
 
     /// Opens a loaded file, commits until a checkpoint pass starts, runs `during` while
     /// the pass is stopped at its second batch, then lets it go on and waits for it.
-    func runPass(policy: Database.BackgroundCheckpoints = .always, during: (Database, inout Model, SimulatedFileSystem) throws -> Void) throws
+    func runPass(policy: Database.BackgroundCheckpoints = .always, writeBuffer: Int? = nil,
+                 during: (Database, inout Model, SimulatedFileSystem) throws -> Void) throws
         -> (fs: SimulatedFileSystem, db: Database, model: Model) {
         let fs = SimulatedFileSystem()
         var model = Model()
-        let db = try openLoaded(fs, model: &model, policy: policy)
+        let db = try openLoaded(fs, model: &model, policy: policy, writeBuffer: writeBuffer)
         let pause = PassPause(on: db)
         try commitUntilPassStarts(db, model: &model, pause: pause)
         try during(db, &model, fs)
@@ -112,9 +120,9 @@ struct BackgroundCheckpointTests {
         return content
     }
 
-    @Test("commits made while the pass runs are in its checkpoint, and the next open replays nothing")
-    func commitsDuringThePassAreCheckpointed() throws {
-        let (fs, db, model) = try runPass { db, model, _ in
+    @Test("commits made while the pass runs are in its checkpoint, and the next open replays nothing", arguments: Self.writeBuffers)
+    func commitsDuringThePassAreCheckpointed(writeBuffer: Int?) throws {
+        let (fs, db, model) = try runPass(writeBuffer: writeBuffer) { db, model, _ in
             for _ in 0 ..< 3 { try model.commit(20, to: db) }
         }
 
@@ -133,11 +141,12 @@ struct BackgroundCheckpointTests {
         try expectReopens(fs, to: model)
     }
 
-    @Test("the checkpoint proper writes only what commits changed during the pass, not what the pass wrote")
-    func passPagesAreNotWrittenAgain() throws {
+    @Test("the checkpoint proper writes only what commits changed during the pass, not what the pass wrote",
+          arguments: Self.writeBuffers)
+    func passPagesAreNotWrittenAgain(writeBuffer: Int?) throws {
         let ends = Mutex<[UInt64]>([])
         var started: UInt64 = 0
-        let (fs, db, model) = try runPass { db, model, _ in
+        let (fs, db, model) = try runPass(writeBuffer: writeBuffer) { db, model, _ in
             db.checkpointPass.testHooks.withLock {
                 $0.beforeFinishing = { ends.withLock { $0.append(db.writerCounters().end) } }
             }
@@ -149,16 +158,18 @@ struct BackgroundCheckpointTests {
         let finalBytes = db.writerCounters().end - passEnd
         let passBytes = passEnd - started
         #expect(try db.statistics().backgroundCheckpoints == 1)
-        // The pass wrote the leaves of ~60 spread commits and their branches; the checkpoint
-        // proper, a leaf or two and the branches above them.
+        if writeBuffer != nil { #expect(try db.statistics().writeBufferMerges >= 1, "the pass merged the buffer") }
+        // The pass wrote the leaves of ~60 spread commits and their branches (with a write
+        // buffer, it merged the buffered ones first); the checkpoint proper, a leaf or two
+        // and the branches above them.
         #expect(finalBytes * 4 < passBytes, "checkpoint proper wrote \(finalBytes) bytes after a pass of \(passBytes)")
         try db.close()
         try expectReopens(fs, to: model)
     }
 
-    @Test("an explicit checkpoint while a pass runs takes over, and the pass is abandoned")
-    func explicitCheckpointTakesOver() throws {
-        let (fs, db, passModel) = try runPass { db, model, _ in
+    @Test("an explicit checkpoint while a pass runs takes over, and the pass is abandoned", arguments: Self.writeBuffers)
+    func explicitCheckpointTakesOver(writeBuffer: Int?) throws {
+        let (fs, db, passModel) = try runPass(writeBuffer: writeBuffer) { db, model, _ in
             try model.commit(20, to: db)
             try db.checkpoint()
         }
@@ -173,9 +184,9 @@ struct BackgroundCheckpointTests {
         try expectReopens(fs, to: model)
     }
 
-    @Test("a compaction that replaces the file during a pass makes the pass stop")
-    func compactionDuringThePass() throws {
-        let (fs, db, passModel) = try runPass { db, _, _ in try db.compact() }
+    @Test("a compaction that replaces the file during a pass makes the pass stop", arguments: Self.writeBuffers)
+    func compactionDuringThePass(writeBuffer: Int?) throws {
+        let (fs, db, passModel) = try runPass(writeBuffer: writeBuffer) { db, _, _ in try db.compact() }
         var model = passModel
 
         #expect(try db.statistics().abandonedBackgroundCheckpoints == 1)

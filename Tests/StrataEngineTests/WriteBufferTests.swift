@@ -8,9 +8,12 @@ import Testing
 /// run with buffering too.
 @Suite("Write buffer")
 struct WriteBufferTests {
-    static func options(buffer: Int) -> Database.Options {
+    /// `background`: merges run beside the writer (the default) rather than in the commit
+    /// that filled the buffer.
+    static func options(buffer: Int, background: Bool = true) -> Database.Options {
         var options = smallOptions(pageSize: 512)
         options.writeBufferEntries = buffer
+        options.mergesWriteBufferInBackground = background
         return options
     }
 
@@ -19,8 +22,8 @@ struct WriteBufferTests {
 
     /// A database whose tree "t" holds 0, 2, 4, … 398 in the tree proper (written by one
     /// transaction, which owns and changes its leaves in place), ready for buffered writes.
-    static func seeded(buffer: Int = 1_000_000) throws -> Database {
-        let db = try Database.inMemory(options: options(buffer: buffer))
+    static func seeded(buffer: Int = 1_000_000, background: Bool = true) throws -> Database {
+        let db = try Database.inMemory(options: options(buffer: buffer, background: background))
         try db.write { tx in
             try tx.createTree("t")
             for n in stride(from: 0, to: 400, by: 2) { try tx.put(value(n), forKey: key(n), in: "t") }
@@ -106,9 +109,10 @@ struct WriteBufferTests {
         #expect(try db.statistics().trees.first { $0.name == "t" }!.bufferedWrites == 0)
     }
 
-    @Test("the buffer is merged into the tree once it passes its limit, and the count stays exact")
-    func bufferMergesAtItsLimit() throws {
-        let db = try Self.seeded(buffer: 16)
+    @Test("the buffer is merged into the tree once it passes its limit (twice it, with merges beside the writer), and the count stays exact",
+          arguments: [false, true])
+    func bufferMergesAtItsLimit(background: Bool) throws {
+        let db = try Self.seeded(buffer: 16, background: background)
         var model = Dictionary(uniqueKeysWithValues: stride(from: 0, to: 400, by: 2).map { (Self.key($0), Self.value($0)) })
         for commit in 0 ..< 20 {
             try db.write { tx in
@@ -123,9 +127,80 @@ struct WriteBufferTests {
                 }
             }
             let tree = try db.statistics().trees.first { $0.name == "t" }!
-            #expect(tree.bufferedWrites <= max(16, tree.entryCount / 8), "merged once past its limit")
+            // Beside the writer, a merge runs while the writer fills a second buffer's worth.
+            #expect(tree.bufferedWrites <= (background ? 2 : 1) * max(16, tree.entryCount / 8), "merged once past its limit")
             #expect(tree.entryCount == model.count)
         }
+        let entries = try allEntries(db.snapshot(), "t")
+        #expect(entries.map(\.0) == model.keys.sorted { $0.lexicographicallyPrecedes($1) })
+        #expect(entries.allSatisfy { model[$0.0] == $0.1 })
+    }
+
+    /// Commits 40 new keys to the seeded tree "t" (odd ones from `first`), past the buffer
+    /// limit of a tree of 200 entries, max(16, 200 / 8): the commit starts a merge beside
+    /// the writer.
+    static func commitPastTheLimit(_ db: Database, from first: Int, model: inout [[UInt8]: [UInt8]]) throws {
+        try db.write { tx in
+            for n in stride(from: first, to: first + 80, by: 2) {
+                try tx.put(value(n), forKey: key(n), in: "t")
+                model[key(n)] = value(n)
+            }
+        }
+    }
+
+    static func seededModel() -> [[UInt8]: [UInt8]] {
+        Dictionary(uniqueKeysWithValues: stride(from: 0, to: 400, by: 2).map { (key($0), value($0)) })
+    }
+
+    @Test("a merge beside the writer is put in place by the next commit, which keeps the runs written since")
+    func backgroundMergeIsInstalledByTheNextCommit() throws {
+        let db = try Self.seeded(buffer: 16)
+        var model = Self.seededModel()
+        try Self.commitPastTheLimit(db, from: 1, model: &model)
+        db.waitForWriteBufferMerge()
+        #expect(try db.statistics().writeBufferMerges == 1)
+        #expect(try db.statistics().trees[0].bufferedWrites == 40, "finished, not yet in place")
+
+        try db.write { tx in
+            for n in [81, 83, 85] {
+                try tx.put(Self.value(n), forKey: Self.key(n), in: "t")
+                model[Self.key(n)] = Self.value(n)
+            }
+        }
+        let tree = try db.statistics().trees[0]
+        #expect(tree.bufferedWrites == 3, "the merged runs gave way to the merged tree; the newer one stays")
+        #expect(tree.bufferedRuns == 1)
+        #expect(tree.entryCount == model.count)
+        let entries = try allEntries(db.snapshot(), "t")
+        #expect(entries.map(\.0) == model.keys.sorted { $0.lexicographicallyPrecedes($1) })
+        #expect(entries.allSatisfy { model[$0.0] == $0.1 })
+        #expect(try Inspector(db).verify().isEmpty)
+    }
+
+    @Test("a merge beside the writer that a compaction made stale is dropped, and nothing is lost")
+    func staleBackgroundMergeIsDropped() throws {
+        let fs = SimulatedFileSystem()
+        var options = Self.options(buffer: 16)
+        options.autoCompaction = nil
+        var db = try Database(path: "/stale.strata", options: options, fileSystem: fs)
+        try db.write { tx in
+            try tx.createTree("t")
+            for n in stride(from: 0, to: 400, by: 2) { try tx.put(Self.value(n), forKey: Self.key(n), in: "t") }
+        }
+        var model = Self.seededModel()
+        try Self.commitPastTheLimit(db, from: 1, model: &model)
+        db.waitForWriteBufferMerge()
+        #expect(try db.statistics().writeBufferMerges == 1)
+        try db.compact()   // the merge read the file compaction replaced
+        try Self.commitPastTheLimit(db, from: 101, model: &model)
+        db.waitForWriteBufferMerge()
+        try Self.commitPastTheLimit(db, from: 201, model: &model)
+
+        #expect(try db.statistics().trees[0].entryCount == model.count)
+        #expect(try allEntries(db.snapshot(), "t").count == model.count)
+        #expect(try Inspector(db).verify().isEmpty)
+        try db.close()
+        db = try Database(path: "/stale.strata", options: options, fileSystem: fs)
         let entries = try allEntries(db.snapshot(), "t")
         #expect(entries.map(\.0) == model.keys.sorted { $0.lexicographicallyPrecedes($1) })
         #expect(entries.allSatisfy { model[$0.0] == $0.1 })
