@@ -2,9 +2,9 @@
 struct WriteBufferPolicy {
     /// The fewest entries a tree's buffer holds before it is merged.
     let minimumEntries: Int
-    /// The most bytes a tree's buffer holds (its entries as encoded): a share of the cache
-    /// budget, since runs live in memory beside the cache.
-    var maximumBytes = Int.max
+    /// The bytes (its entries as encoded) past which a tree's buffer is merged: a share of
+    /// the cache budget, since runs live in memory beside the cache.
+    var bytesLimit = Int.max
     /// The most entries a buffer holds, whatever the tree's size.
     static let maximumEntries = 1 << 21
 
@@ -16,7 +16,7 @@ struct WriteBufferPolicy {
     init?(_ options: Database.Options, merges: BackgroundBufferMerges?) {
         guard let entries = options.writeBufferEntries else { return nil }
         minimumEntries = entries
-        maximumBytes = max(1 << 20, options.cacheSize / 8)
+        bytesLimit = max(1 << 20, options.cacheSize / 16)
         self.merges = merges
     }
 
@@ -31,13 +31,12 @@ struct WriteBufferPolicy {
     }
 
     /// Whether a buffer of `entries` entries and `bytes` bytes is due for a merge into a tree
-    /// of `treeEntries`: past the limit, or, with `hard`, past the most a buffer may hold
-    /// while a merge beside the writer runs (twice the limit: the writer fills a second
+    /// of `treeEntries`: past the limits, or, with `hard`, past the most a buffer may hold
+    /// while a merge beside the writer runs (twice the limits: the writer fills a second
     /// buffer's worth meanwhile).
     func isDue(entries: Int, bytes: Int, treeEntries: UInt64, hard: Bool) -> Bool {
-        let limit = limit(treeEntries: treeEntries)
-        guard merges != nil else { return entries > limit || bytes > maximumBytes }
-        return hard ? entries > 2 * limit || bytes > maximumBytes : entries > limit || bytes > maximumBytes / 2
+        let factor = hard && merges != nil ? 2 : 1
+        return entries > factor * limit(treeEntries: treeEntries) || bytes > factor * bytesLimit
     }
 }
 

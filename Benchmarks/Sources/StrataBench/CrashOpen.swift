@@ -62,9 +62,13 @@ extension Runner {
     private func loadAndKill(_ kind: EngineKind, directory: String, records: Int, killAfter: Int) throws -> Int {
         let child = Process()
         child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        child.arguments = ["--crash-load", "\(kind.rawValue):\(directory)", "--crash-records", String(records)]
-            + (StrataKV.checkpointLogBytes.map { ["--checkpoint-log-bytes", String($0)] } ?? [])
-            + (StrataKV.writeBufferEntries.map { ["--write-buffer", String($0)] } ?? [])
+        var arguments = ["--crash-load", "\(kind.rawValue):\(directory)", "--crash-records", String(records)]
+        if let bytes = StrataKV.checkpointLogBytes { arguments += ["--checkpoint-log-bytes", String(bytes)] }
+        if let buffer = StrataKV.writeBuffer { arguments += ["--write-buffer", buffer.argument] }
+        if let background = StrataKV.mergesWriteBufferInBackground {
+            arguments += ["--write-buffer-merges", background ? "background" : "writer"]
+        }
+        child.arguments = arguments
         let output = Pipe()
         child.standardOutput = output
         try child.run()

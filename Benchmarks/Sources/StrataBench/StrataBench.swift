@@ -62,8 +62,11 @@ struct StrataBench: ParsableCommand {
     @Option(help: "Strata's engine with this Options.checkpointLogBytes (default 64 MiB), to weigh recovery time against bytes written.")
     var checkpointLogBytes: UInt64?
 
-    @Option(help: "Strata's engine with this Options.writeBufferEntries (default: no write buffer), to weigh buffered writes against reads.")
-    var writeBuffer: Int?
+    @Option(help: "Strata's engine with this Options.writeBufferEntries, or off for no write buffer (default: the engine's, 65536), to weigh buffered writes against reads.")
+    var writeBuffer: String?
+
+    @Option(help: "Where Strata's write buffer is merged into its tree: writer (in the commit that filled it) or background (beside the writer, the engine's default).")
+    var writeBufferMerges: String?
 
     @Option(help: "Strata's engine with this Options.backgroundCheckpoints (never, sparse, always; default sparse), to weigh checkpoints written beside the writer.")
     var backgroundCheckpoints: String?
@@ -115,7 +118,18 @@ struct StrataBench: ParsableCommand {
         // The observing process of the live ops' cross-process latency.
         if let follow { return try Live.follow(follow, ticks: followTicks, postgresURL: postgres) }
         if let checkpointLogBytes { StrataKV.checkpointLogBytes = checkpointLogBytes }
-        if let writeBuffer { StrataKV.writeBufferEntries = writeBuffer }
+        if let writeBuffer {
+            guard let setting = StrataKV.WriteBufferSetting(writeBuffer) else {
+                throw ValidationError("--write-buffer takes off or a number of entries, not \(writeBuffer)")
+            }
+            StrataKV.writeBuffer = setting
+        }
+        if let writeBufferMerges {
+            guard ["writer", "background"].contains(writeBufferMerges) else {
+                throw ValidationError("--write-buffer-merges takes writer or background, not \(writeBufferMerges)")
+            }
+            StrataKV.mergesWriteBufferInBackground = writeBufferMerges == "background"
+        }
         if let backgroundCheckpoints { StrataKV.backgroundCheckpoints = Self.checkpointPolicies[backgroundCheckpoints] }
         // The loader open.after-crash kills.
         if let crashLoad { return try CrashLoad.load(crashLoad, records: crashRecords) }

@@ -13,7 +13,8 @@ final class StrataKV: KeyValueStore {
         options.autoCompaction = autoCompaction
         if let checkpointLogBytes { options.checkpointLogBytes = checkpointLogBytes }
         if let backgroundCheckpoints { options.backgroundCheckpoints = backgroundCheckpoints }
-        options.writeBufferEntries = writeBufferEntries
+        if let writeBuffer { options.writeBufferEntries = writeBuffer.entries }
+        if let mergesWriteBufferInBackground { options.mergesWriteBufferInBackground = mergesWriteBufferInBackground }
         return options
     }
 
@@ -21,9 +22,31 @@ final class StrataKV: KeyValueStore {
     /// opens (and passed to the loader open.after-crash kills).
     nonisolated(unsafe) static var checkpointLogBytes: UInt64?
 
-    /// `--write-buffer`: nil keeps the engine's default (no write buffer). Set once, before
-    /// any engine opens (and passed to the loader open.after-crash kills).
-    nonisolated(unsafe) static var writeBufferEntries: Int?
+    /// `--write-buffer`: nil keeps the engine's default (a buffer of 65,536 entries). Set
+    /// once, before any engine opens (and passed to the loader open.after-crash kills).
+    nonisolated(unsafe) static var writeBuffer: WriteBufferSetting?
+
+    /// What `--write-buffer` asked for: `off`, or a number of entries.
+    struct WriteBufferSetting {
+        /// `Options.writeBufferEntries`: nil for no buffer.
+        let entries: Int?
+        let argument: String
+
+        init?(_ argument: String) {
+            if argument == "off" {
+                entries = nil
+            } else if let entries = Int(argument), entries > 0 {
+                self.entries = entries
+            } else {
+                return nil
+            }
+            self.argument = argument
+        }
+    }
+
+    /// `--write-buffer-merges`: nil keeps the engine's default (beside the writer). Set
+    /// once, before any engine opens.
+    nonisolated(unsafe) static var mergesWriteBufferInBackground: Bool?
 
     /// `--background-checkpoints`: nil keeps the engine's default. Set once, before any
     /// engine opens.
