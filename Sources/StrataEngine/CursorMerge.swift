@@ -7,15 +7,26 @@
 /// hides the key: the cursor steps every source past it and looks again. Backward is the
 /// mirror image, and turning around places every source on the other side of the current
 /// key first. (LevelDB's merging iterator works the same way.)
+///
+/// A merge belongs to one cursor, used by one thread at a time, so its state opts out of
+/// dynamic exclusivity checks: they were ~8% of the instructions of a scan over a buffered
+/// tree (callgrind, W1 at 100k).
 final class RunMerge {
     let runs: [BufferRun]
     /// Each run's entry index; out of `0 ..< count` when the run is past its end.
-    var positions: [Int]
-    var forward = true
+    @exclusivity(unchecked) var positions: [Int]
+    @exclusivity(unchecked) var forward = true
     /// The source the cursor is on; nil when it is on no entry.
-    var winner: Int?
+    @exclusivity(unchecked) var winner: Int?
     /// The current key, copied while the sources move away from it.
-    var scratch: [UInt8] = []
+    @exclusivity(unchecked) var scratch: [UInt8] = []
+    /// The run whose key comes first in the direction of travel (the newest on a tie), nil
+    /// when every run is past its end; valid while `bestRunIsKnown`. Runs hold a small
+    /// share of a tree's entries, so most steps move the tree alone: comparing its key with
+    /// this one run's, instead of every source's, made a scan over a tree with eight runs
+    /// cost ~2 comparisons a step instead of ~18.
+    @exclusivity(unchecked) var bestRun: Int?
+    @exclusivity(unchecked) var bestRunIsKnown = false
 
     init(runs: [BufferRun]) {
         self.runs = runs
@@ -48,16 +59,11 @@ extension Cursor {
         let merge = runMerge
         merge.forward = forward
         while true {
-            var best: (source: Int, key: UnsafeRawBufferPointer)?
-            for s in 0 ... merge.runs.count {
-                guard let key = key(ofSource: s) else { continue }
-                guard let current = best else {
-                    best = (s, key)
-                    continue
-                }
-                // On equal keys the newer source (found first) stays.
-                let order = compareBytes(key, current.key)
-                if forward ? order < 0 : order > 0 { best = (s, key) }
+            var best = bestRun(forward: forward).map { (source: $0, key: key(ofSource: $0)!) }
+            // On equal keys a run, newer than the tree, stays.
+            if let treeKey = key(ofSource: merge.runs.count) {
+                let order = best.map { compareBytes(treeKey, $0.key) } ?? -1
+                if best == nil || (forward ? order < 0 : order > 0) { best = (merge.runs.count, treeKey) }
             }
             guard let (source, key) = best else {
                 merge.winner = nil
@@ -72,6 +78,25 @@ extension Cursor {
         }
     }
 
+    /// `RunMerge.bestRun`, found again when the runs moved.
+    private func bestRun(forward: Bool) -> Int? {
+        let merge = runMerge
+        if merge.bestRunIsKnown { return merge.bestRun }
+        var best: (run: Int, key: UnsafeRawBufferPointer)?
+        for s in merge.runs.indices {
+            guard let key = key(ofSource: s) else { continue }
+            // On equal keys the newer run (found first) stays.
+            if let current = best {
+                let order = compareBytes(key, current.key)
+                guard forward ? order < 0 : order > 0 else { continue }
+            }
+            best = (s, key)
+        }
+        merge.bestRun = best?.run
+        merge.bestRunIsKnown = true
+        return best?.run
+    }
+
     private func holdCurrentKey(_ key: UnsafeRawBufferPointer) {
         runMerge.scratch.removeAll(keepingCapacity: true)
         runMerge.scratch.append(contentsOf: key)
@@ -80,30 +105,36 @@ extension Cursor {
     /// Moves every source resting on `key` one entry in the direction.
     private func stepSources(at key: UnsafeRawBufferPointer, forward: Bool) throws {
         let merge = runMerge
-        for s in 0 ... merge.runs.count {
-            guard let current = self.key(ofSource: s), compareBytes(current, key) == 0 else { continue }
-            if s < merge.runs.count {
+        // A run rests on `key` only if the first of them does: otherwise the runs stay.
+        if let best = bestRun(forward: forward), compareBytes(self.key(ofSource: best)!, key) == 0 {
+            for s in merge.runs.indices {
+                guard let current = self.key(ofSource: s), compareBytes(current, key) == 0 else { continue }
                 merge.positions[s] += forward ? 1 : -1
-            } else {
-                _ = forward ? try tree.next() : try tree.previous()
             }
+            merge.bestRunIsKnown = false
+        }
+        if let current = self.key(ofSource: merge.runs.count), compareBytes(current, key) == 0 {
+            _ = forward ? try tree.next() : try tree.previous()
         }
     }
 
     func mergedFirst() throws -> Bool {
         for s in runMerge.runs.indices { runMerge.positions[s] = 0 }
+        runMerge.bestRunIsKnown = false
         try tree.first()
         return try settle(forward: true)
     }
 
     func mergedLast() throws -> Bool {
         for (s, run) in runMerge.runs.enumerated() { runMerge.positions[s] = run.count - 1 }
+        runMerge.bestRunIsKnown = false
         try tree.last()
         return try settle(forward: false)
     }
 
     func mergedSeek(to key: UnsafeRawBufferPointer) throws -> Bool {
         for (s, run) in runMerge.runs.enumerated() { runMerge.positions[s] = run.search(key).index }
+        runMerge.bestRunIsKnown = false
         try tree.seek(to: key)
         return try settle(forward: true)
     }
@@ -121,6 +152,7 @@ extension Cursor {
                     let (index, found) = run.search(key)
                     merge.positions[s] = found ? index + 1 : index
                 }
+                merge.bestRunIsKnown = false
                 try tree.seek(after: key)
             }
         }
@@ -137,6 +169,7 @@ extension Cursor {
             } else {
                 // Turning around: every source to its last key before the current one.
                 for (s, run) in merge.runs.enumerated() { merge.positions[s] = run.search(key).index - 1 }
+                merge.bestRunIsKnown = false
                 try tree.seek(before: key)
             }
         }
