@@ -112,7 +112,7 @@ public final class Database: Sendable {
         /// per key. Buffered, those writes are sorted at commit and reach the tree in
         /// batches, about one copy per leaf per merge, made beside the writer
         /// (`mergesWriteBufferInBackground`). W1's load of a million records in commits of
-        /// a thousand ran 1.7–2× as fast as with no buffer. Reads look at the buffer first
+        /// a thousand ran 1.4–2.1× as fast as with no buffer. Reads look at the buffer first
         /// (a filter check per run, and a search where it passes); a checkpoint, a
         /// compaction or `verify()` reads the buffer merged. Nothing changes on disk: every
         /// buffered write is in the log. See docs/WRITE-BUFFER.md.

@@ -46,11 +46,12 @@ struct WriteBufferPolicy {
 /// pending writes, sorted into a run at commit, and the runs are merged into the tree in
 /// key order once they are large, so each leaf is copied about once per merge.
 ///
-/// A write whose path in the tree this transaction owns already (a leaf it copied or
-/// made) goes straight into the tree, as does every write to a key the buffer does not
-/// hold: nothing newer hides it there. A write to a key the buffer holds goes to the
-/// pending writes, newer than any run. Every write looks the key up first, so the entry
-/// count stays exact and `insert` and `delete` answer as they do unbuffered.
+/// A write to a key the buffer does not hold, whose path in the tree this transaction owns
+/// already (a leaf it copied or made), goes straight into the tree: nothing newer hides
+/// it there, and it copies nothing. A write to a key the buffer holds goes to the pending
+/// writes, newer than any run. `insert` and `delete` look their key up, and answer as
+/// they do unbuffered; a replacing put of a key the buffer lacks leaves whether it added
+/// a key to the merge (`PendingWrites.unresolved`), so counts stay exact.
 extension TreeChanges {
     mutating func bufferedPut(at index: Dictionary<String, TreeState>.Index, key: UnsafeRawBufferPointer, value: ValueSlot,
                               replacing: Bool, policy: WriteBufferPolicy) throws -> Bool {
@@ -67,10 +68,17 @@ extension TreeChanges {
                 if inserted { trees.values[index].entryCount &+= 1 }
                 return inserted
             }
-            switch try treePresence(at: index, key: key, needed: !replacing) {
-            case .owned: return try putInTreeCounting(at: index, key: key, value: value, replacing: replacing)
-            case .shared(let isPresent): present = isPresent
-            case .unknown: present = nil
+            // A replacing put into a tree it shares need not know whether the key is there:
+            // its effect on the count is left to the merge (`unresolved`), which finds the
+            // key's leaf anyway. Looking each put's key up was a descent that missed the CPU
+            // cache at every level below the top, 15% of W1's insert.batch at 1M (perf).
+            if replacing && rootIsShared(at: index) {
+                present = nil
+            } else {
+                switch try treePresence(at: index, key: key) {
+                case .owned: return try putInTreeCounting(at: index, key: key, value: value, replacing: replacing)
+                case .shared(let isPresent): present = isPresent
+                }
             }
         }
         if present == true && !replacing { return false }
@@ -86,12 +94,10 @@ extension TreeChanges {
         if let present = bufferHit(at: index, key: key, hash: hash) {
             guard present else { return false }
         } else {
-            switch try treePresence(at: index, key: key, needed: true) {
+            switch try treePresence(at: index, key: key) {
             case .owned: return try deleteInTreeCounting(at: index, key: key)
             case .shared(let present):
                 guard present else { return false }
-            case .unknown:
-                preconditionFailure("a delete asks whether its key is present")
             }
         }
         pendingWrites(at: index).write(key, hash: hash, nil, limits: mutator.limits)
@@ -127,25 +133,21 @@ extension TreeChanges {
         case owned
         /// A write there would copy; whether the tree holds the key.
         case shared(present: Bool)
-        /// A write there would copy, and the caller did not need to know whether the tree
-        /// holds the key: not looked up.
-        case unknown
     }
 
-    /// - Parameter needed: Whether the caller must know if the key is present (an insert
-    ///   or a delete). A replacing put need not: its effect on the count is left to the
-    ///   merge (`unresolved`), which finds the key's leaf anyway. Looking each put's key up
-    ///   in the tree was a descent that missed the CPU cache at every level below the
-    ///   top, 15% of W1's insert.batch at 1M (perf).
-    private mutating func treePresence(at index: Dictionary<String, TreeState>.Index, key: UnsafeRawBufferPointer, needed: Bool) throws -> TreePresence {
+    /// Whether no path in the tree at `index` is this transaction's: a transaction that
+    /// changed any node of the tree copied the path to it, the root included, so a root not
+    /// this transaction's means none is. An empty tree is not shared: its first root is new.
+    private mutating func rootIsShared(at index: Dictionary<String, TreeState>.Index) -> Bool {
+        let owner = mutator.owner
+        return withState(at: index) { !($0.root?.isOwned(by: owner) ?? true) }
+    }
+
+    private mutating func treePresence(at index: Dictionary<String, TreeState>.Index, key: UnsafeRawBufferPointer) throws -> TreePresence {
         let mutator = mutator
+        let shared = rootIsShared(at: index)
         return try withState(at: index) { state in
-            // A transaction that changed any node of the tree copied the path to it, the
-            // root included: a root not this transaction's means no path is.
-            guard state.root?.isOwned(by: mutator.owner) ?? true else {
-                guard needed else { return .unknown }
-                return .shared(present: try TreeReader.locate(store: mutator.store, root: state.root, key: key) != nil)
-            }
+            if shared { return .shared(present: try TreeReader.locate(store: mutator.store, root: state.root, key: key) != nil) }
             let probe = try mutator.probe(root: state.root, key: key)
             return probe.owned ? .owned : .shared(present: probe.present)
         }
