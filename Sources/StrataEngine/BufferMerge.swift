@@ -31,22 +31,23 @@ struct BufferMerge: @unchecked Sendable {
     }
 
     /// `state` with this merge in place of the runs it took, when `state` still starts from
-    /// what the merge read (in `store`); nil when it does not.
+    /// what the merge read (in `store`); nil when it does not. A transaction's pending writes
+    /// stay: they are newer than every run, and none of them left its count to the merge
+    /// for a key the taken runs hold (a write finds such a key in the buffer).
     func installed(in state: TreeState, store: PageStore) -> TreeState? {
-        guard store === self.store, Self.isSameTree(state.root, from), state.pending == nil,
+        guard store === self.store, Self.isSameTree(state.root, from),
               let runs = state.runs?.runs, runs.count >= taken.count,
               zip(runs.suffix(taken.count), taken).allSatisfy({ $0 === $1 }) else { return nil }
         let newer = Array(runs.dropLast(taken.count))
         return TreeState(root: root, entryCount: state.entryCount &+ added,
-                         runs: newer.isEmpty ? nil : SortedRuns(newer))
+                         runs: newer.isEmpty ? nil : SortedRuns(newer), pending: state.pending)
     }
 
     private static func isSameTree(_ a: NodeRef?, _ b: NodeRef?) -> Bool {
         switch (a, b) {
         case (nil, nil): true
-        case (.leaf(let x)?, .leaf(let y)?): x === y
-        case (.branch(let x)?, .branch(let y)?): x === y
         case (.stored(let x)?, .stored(let y)?): x == y
+        case (let x?, let y?): x.identity != nil && x.identity == y.identity
         default: false
         }
     }

@@ -172,10 +172,11 @@ extension TreeChanges {
     }
 
     /// Merges the buffer of the tree at `index` when it holds the most it may. With merges
-    /// beside the writer, the one running is waited for first (its result may be enough).
+    /// beside the writer, the one running is waited for, and what they finished installed,
+    /// first: that may be enough.
     private mutating func mergeIfDue(at index: Dictionary<String, TreeState>.Index, policy: WriteBufferPolicy) throws {
         guard isDue(at: index, policy: policy, hard: true) else { return }
-        if let merges = policy.merges, merges.isRunning {
+        if let merges = policy.merges {
             merges.waitUntilIdle()
             installFinishedMerges(merges)
             guard isDue(at: index, policy: policy, hard: true) else { return }

@@ -177,6 +177,29 @@ struct WriteBufferTests {
         #expect(try Inspector(db).verify().isEmpty)
     }
 
+    @Test("a transaction that fills the buffer to twice its limit installs the finished merge and keeps its own pending writes")
+    func fullBufferInstallsTheFinishedMerge() throws {
+        let db = try Self.seeded(buffer: 16)
+        var model = Self.seededModel()
+        try Self.commitPastTheLimit(db, from: 1, model: &model)
+        db.waitForWriteBufferMerge()
+        try db.write { tx in
+            // 40 buffered and 20 pending pass twice the limit of max(16, 200 / 8) at the 11th.
+            for n in stride(from: 101, to: 141, by: 2) {
+                try tx.put(Self.value(n), forKey: Self.key(n), in: "t")
+                model[Self.key(n)] = Self.value(n)
+            }
+            #expect(try tx.get(Self.key(101), in: "t") == Self.value(101), "pending writes survive the install")
+            #expect(try tx.count(in: "t") == model.count)
+        }
+        let tree = try db.statistics().trees[0]
+        #expect(tree.bufferedWrites == 20, "the merge beside the writer was installed, not redone in the transaction")
+        #expect(tree.entryCount == model.count)
+        let entries = try allEntries(db.snapshot(), "t")
+        #expect(entries.map(\.0) == model.keys.sorted { $0.lexicographicallyPrecedes($1) })
+        #expect(entries.allSatisfy { model[$0.0] == $0.1 })
+    }
+
     @Test("a merge beside the writer that a compaction made stale is dropped, and nothing is lost")
     func staleBackgroundMergeIsDropped() throws {
         let fs = SimulatedFileSystem()
