@@ -106,6 +106,16 @@ final class Runner {
                 try measure(label, "insert.batch", name, count: inserted.count, unit: "records/s") {
                     try engine.insert(inserted, transactionSize: 1_000, progress: progress); return nil
                 }
+                if wants("get.after-batch") {
+                    // Lookups in what a load in small transactions leaves, before the file
+                    // closes: Strata's write buffer still holds runs, LevelDB its memtable
+                    // and level-0 files. The other read ops use the single-transaction
+                    // load's file, whose writes all went into the tree.
+                    try measure(label, "get.after-batch", name, count: data.lookups.count, unit: "lookups/s", expect: expectedGet,
+                                repeated: true) {
+                        try engine.get(data.lookups, progress: progress)
+                    }
+                }
                 if wants("compact.background-pause"), let pause = engine.longestBackgroundWriterPause {
                     record(label, "compact.background-pause", name, milliseconds(pause), "ms")
                 }
