@@ -27,6 +27,9 @@ extension Database {
 ///
 /// The merge writes nothing to the file: it copies the leaves it changes in memory, as a
 /// transaction would, and the next checkpoint writes them.
+///
+/// Beside those, one merge of runs at a time (`RunsMerge`) does the size-tiered merging of
+/// a buffer's runs that the writer otherwise does at commit.
 final class BackgroundBufferMerges: Sendable {
     private struct State {
         var running = false
@@ -34,6 +37,11 @@ final class BackgroundBufferMerges: Sendable {
         var finished: [String: BufferMerge] = [:]
         var completed: UInt64 = 0
         var failed: UInt64 = 0
+        /// Whether a merge of runs runs.
+        var mergingRuns = false
+        /// Merges of runs finished and not yet handed to the writer.
+        var finishedRuns: [RunsMerge] = []
+        var completedRuns: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -57,6 +65,45 @@ final class BackgroundBufferMerges: Sendable {
         thread.start()
         return true
     }
+
+    /// Starts merging `runs`, neighbours in the buffer of `tree` that the writer may move
+    /// (`SortedRuns.tierWindow`), into one. Marks them claimed. Called with the writer held.
+    /// - Returns: false when a merge of runs runs already.
+    @discardableResult
+    func startMergingRuns(_ runs: [BufferRun], of tree: String) -> Bool {
+        let claimed = state.withLock { state in
+            guard !state.mergingRuns else { return false }
+            state.mergingRuns = true
+            return true
+        }
+        guard claimed else { return false }
+        idle.enter()
+        runs.forEach { $0.markClaimed() }
+        let work = UncheckedRuns(runs: runs)
+        let thread = Thread { [self] in
+            let merge = RunsMerge(tree: tree, sources: work.runs)
+            state.withLock { state in
+                state.mergingRuns = false
+                state.finishedRuns.append(merge)
+                state.completedRuns += 1
+            }
+            idle.leave()
+        }
+        thread.name = "strata run merge"
+        thread.start()
+        return true
+    }
+
+    /// The merges of runs finished since the last call, handed over: the caller installs
+    /// those that still apply.
+    func takeFinishedRuns() -> [RunsMerge] {
+        state.withLock { state in
+            defer { state.finishedRuns = [] }
+            return state.finishedRuns
+        }
+    }
+
+    var isMergingRuns: Bool { state.withLock { $0.mergingRuns } }
 
     /// Merges the buffers of `trees` on the calling thread, once no other merge runs, and
     /// leaves the result for the writer too: what a checkpoint pass does before it writes
@@ -124,11 +171,15 @@ final class BackgroundBufferMerges: Sendable {
 
     var isRunning: Bool { state.withLock { $0.running } }
 
-    /// Blocks until no merge runs.
+    /// Blocks until no merge runs, of runs or into a tree.
     func waitUntilIdle() { idle.wait() }
 
-    var counters: (completed: UInt64, failed: UInt64) { state.withLock { ($0.completed, $0.failed) } }
+    var counters: (completed: UInt64, failed: UInt64, runs: UInt64) {
+        state.withLock { ($0.completed, $0.failed, $0.completedRuns) }
+    }
 
     /// Trees handed to the merge's thread: their nodes and runs never change again.
     private struct UncheckedTrees: @unchecked Sendable { let trees: [String: TreeState] }
+    /// Runs handed to the thread merging them: they never change.
+    private struct UncheckedRuns: @unchecked Sendable { let runs: [BufferRun] }
 }

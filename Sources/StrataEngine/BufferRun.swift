@@ -27,6 +27,9 @@ final class BufferRun: @unchecked Sendable {
     /// then never merges it with newer runs, or the merge could not be installed (it finds
     /// the runs it took by identity).
     private let taken = Atomic<Bool>(false)
+    /// Whether a merge of runs beside the writer has claimed this run (`RunsMerge`): the
+    /// writer then never merges it with other runs itself.
+    private let claimed = Atomic<Bool>(false)
 
     fileprivate init(entries: LeafNode, deleted: EntryFlags, unresolved: EntryFlags, filter: BloomFilter) {
         self.entries = entries
@@ -41,6 +44,15 @@ final class BufferRun: @unchecked Sendable {
 
     /// Marks the run as taken by a merge away from the writer. Called with the writer held.
     func markTaken() { taken.store(true, ordering: .relaxed) }
+
+    var isClaimed: Bool { claimed.load(ordering: .relaxed) }
+
+    /// Marks the run as claimed by a merge of runs beside the writer. Called with the
+    /// writer held.
+    func markClaimed() { claimed.store(true, ordering: .relaxed) }
+
+    /// Whether the writer may merge this run with others: no merge beside it has the run.
+    var isMovable: Bool { !isTaken && !isClaimed }
 
     /// Whether entry `i` is a tombstone.
     @inline(__always)
@@ -253,20 +265,39 @@ final class SortedRuns: @unchecked Sendable {
     /// (Merging as a binary counter, two runs at a time, copied each entry log2(n) times:
     /// 12% of W1's insert.batch with a buffer; callgrind, 100k records.)
     ///
-    /// Runs a merge away from the writer has taken (`BufferRun.isTaken`, always the oldest)
-    /// are left out: that merge finds them by identity.
-    func adding(_ run: BufferRun) -> SortedRuns {
-        let taken = self.runs.reversed().prefix(while: \.isTaken).count
-        var runs = [run] + self.runs.dropLast(taken)
-        func sizeClass(_ run: BufferRun) -> Int { (Int.bitWidth - run.count.leadingZeroBitCount) / 2 }
-        while runs.count >= Self.tier, runs[1 ..< Self.tier].allSatisfy({ sizeClass($0) == sizeClass(runs[0]) }) {
-            runs.replaceSubrange(0 ..< Self.tier, with: [BufferRun.merging(Array(runs[0 ..< Self.tier]))])
+    /// With `mergesBesideWriter`, the runs are merged here only past `mostRuns`: below that,
+    /// a merge beside the writer does it (`tierWindow`, `RunsMerge`), and the commit only
+    /// adds the run. Run merging on the writer's thread was 14% of its time in W1's
+    /// insert.batch at 1M (perf).
+    ///
+    /// Only the newest runs that no merge beside the writer has (`BufferRun.isMovable`) are
+    /// merged here: such a merge finds its runs by identity.
+    func adding(_ run: BufferRun, mergesBesideWriter: Bool = false) -> SortedRuns {
+        let movable = self.runs.prefix(while: \.isMovable).count
+        var runs = [run] + self.runs.prefix(movable)
+        if !mergesBesideWriter || self.runs.count + 1 > Self.mostRuns {
+            while runs.count >= Self.tier, runs[1 ..< Self.tier].allSatisfy({ Self.sizeClass($0) == Self.sizeClass(runs[0]) }) {
+                runs.replaceSubrange(0 ..< Self.tier, with: [BufferRun.merging(Array(runs[0 ..< Self.tier]))])
+            }
+            // Runs of mixed sizes (a large transaction's between small ones) could pile up
+            // unmerged: past a dozen, they all become one.
+            if runs.count > Self.mostRuns { runs = [BufferRun.merging(runs)] }
         }
-        // Runs of mixed sizes (a large transaction's between small ones) could pile up
-        // unmerged: past a dozen, they all become one.
-        if runs.count > Self.mostRuns { runs = [BufferRun.merging(runs)] }
-        return SortedRuns(runs + self.runs.suffix(taken))
+        return SortedRuns(runs + self.runs.dropFirst(movable))
     }
+
+    /// Where `tier` neighbouring runs that the writer may move are of one size class: the
+    /// runs a merge beside the writer makes one (`RunsMerge`), the newest such first.
+    func tierWindow() -> Range<Int>? {
+        guard runs.count >= Self.tier else { return nil }
+        for start in 0 ... runs.count - Self.tier {
+            let window = start ..< start + Self.tier
+            if runs[window].allSatisfy({ $0.isMovable && Self.sizeClass($0) == Self.sizeClass(runs[start]) }) { return window }
+        }
+        return nil
+    }
+
+    private static func sizeClass(_ run: BufferRun) -> Int { (Int.bitWidth - run.count.leadingZeroBitCount) / 2 }
 
     private static let tier = 4
     private static let mostRuns = 12

@@ -87,6 +87,9 @@ public struct Statistics: Sendable, Equatable {
     /// Merges beside the writer that failed (a damaged page): the writer merged those
     /// buffers itself, and reported the damage.
     public var failedWriteBufferMerges: UInt64 = 0
+    /// Merges of a write buffer's runs into one (its size-tiered merging) this handle made
+    /// beside the writer, rather than at commit.
+    public var writeBufferRunMerges: UInt64 = 0
     /// Every tree, with its entry count.
     public var trees: [Tree]
 }
@@ -198,7 +201,7 @@ extension Database {
         let cache = snapshot.store.cache.counters, values = snapshot.store.values.counters
         let compacted = background.counters
         let checkpointed = checkpointPass.counters
-        let merged = bufferMerges?.counters ?? (completed: 0, failed: 0)
+        let merged = bufferMerges?.counters ?? (completed: 0, failed: 0, runs: 0)
         let synced = groupCommitCounters
         return Statistics(
             path: path, fileSize: try snapshot.store.file.size(), pageSize: snapshot.store.limits.pageSize,
@@ -214,7 +217,7 @@ extension Database {
             lastBackgroundCompaction: compacted.last, longestBackgroundWriterPause: compacted.longestPause,
             backgroundCheckpoints: checkpointed.completed, abandonedBackgroundCheckpoints: checkpointed.abandoned,
             longestBackgroundCheckpointPause: checkpointed.longestPause,
-            writeBufferMerges: merged.completed, failedWriteBufferMerges: merged.failed,
+            writeBufferMerges: merged.completed, failedWriteBufferMerges: merged.failed, writeBufferRunMerges: merged.runs,
             trees: try snapshot.treeNames.map { name in
                 let state = snapshot.trees[name]!
                 return Statistics.Tree(name: name, entryCount: Int(try state.exactCount(store: snapshot.store)),

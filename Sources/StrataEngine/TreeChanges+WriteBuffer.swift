@@ -192,6 +192,21 @@ extension TreeChanges {
                   let installed = merge.installed(in: trees.values[index], store: mutator.store) else { continue }
             trees.values[index] = installed
         }
+        for merge in merges.takeFinishedRuns() {
+            guard let index = trees.index(forKey: merge.tree), let installed = merge.installed(in: trees.values[index]) else { continue }
+            trees.values[index] = installed
+        }
+    }
+
+    /// Starts a merge of runs beside the writer (`RunsMerge`) for the first tree whose
+    /// buffer has runs to merge, unless one runs.
+    private func startMergingRuns(_ merges: BackgroundBufferMerges) {
+        guard !merges.isMergingRuns else { return }
+        for (name, state) in trees {
+            guard let runs = state.runs, let window = runs.tierWindow() else { continue }
+            merges.startMergingRuns(Array(runs.runs[window]), of: name)
+            return
+        }
     }
 
     /// Sorts the transaction's pending writes to the tree at `index` into its newest run:
@@ -201,7 +216,7 @@ extension TreeChanges {
         trees.values[index].pending = nil
         guard pending.keys > 0 else { return }
         let run = pending.sortedRun()
-        trees.values[index].runs = trees.values[index].runs?.adding(run) ?? SortedRuns([run])
+        trees.values[index].runs = trees.values[index].runs?.adding(run, mergesBesideWriter: buffer?.merges != nil) ?? SortedRuns([run])
     }
 
     /// `flushPending` for the tree called `name`.
@@ -212,7 +227,8 @@ extension TreeChanges {
     /// Prepares every tree's buffer for a commit: pending writes become runs, merges
     /// finished beside the writer are installed, and buffers past their policy's limit are
     /// merged: beside the writer when it can (one merge at a time; `newOwner` gives the
-    /// merge its owner), else here.
+    /// merge its owner), else here. Beside the writer, runs that are due to become one
+    /// are merged there too (`RunsMerge`).
     mutating func settleBuffers(policy: WriteBufferPolicy, newOwner: () -> UInt64) throws {
         for name in trees.keys where trees[name]!.pending != nil { flushPending(at: try position(of: name)) }
         guard let merges = policy.merges else {
@@ -226,8 +242,8 @@ extension TreeChanges {
             try mergeIfDue(at: index, policy: policy)
             if isDue(at: index, policy: policy, hard: false) { due[name] = trees.values[index] }
         }
-        guard !due.isEmpty, !merges.isRunning else { return }
-        merges.start(due, mutator: TreeMutator(store: mutator.store, owner: newOwner()))
+        if !due.isEmpty, !merges.isRunning { merges.start(due, mutator: TreeMutator(store: mutator.store, owner: newOwner())) }
+        startMergingRuns(merges)
     }
 
     /// Applies the buffered writes of the tree at `index` to it in key order (each leaf

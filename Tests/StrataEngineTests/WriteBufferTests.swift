@@ -200,6 +200,90 @@ struct WriteBufferTests {
         #expect(entries.allSatisfy { model[$0.0] == $0.1 })
     }
 
+    /// Commits `keys` (odd numbers, under the seeded tree's even ones) in one transaction,
+    /// noting them in `model`.
+    static func commit(_ keys: [Int], to db: Database, model: inout [[UInt8]: [UInt8]]) throws {
+        try db.write { tx in
+            for n in keys {
+                try tx.put(value(n), forKey: key(n), in: "t")
+                model[key(n)] = value(n)
+            }
+        }
+    }
+
+    @Test("four runs of one size are merged beside the writer, and the next commit puts the merged run in their place")
+    func runsAreMergedBesideTheWriter() throws {
+        let db = try Self.seeded()
+        var model = Self.seededModel()
+        for first in stride(from: 1, to: 25, by: 6) { try Self.commit([first, first + 2, first + 4], to: db, model: &model) }
+        db.waitForWriteBufferMerge()
+        #expect(try db.statistics().writeBufferRunMerges == 1)
+        #expect(try db.statistics().trees[0].bufferedRuns == 4, "merged, not yet in place: the commit only added its run")
+
+        try Self.commit([101], to: db, model: &model)
+        let tree = try db.statistics().trees[0]
+        #expect(tree.bufferedRuns == 2, "the four runs gave way to one; the newer run stays")
+        #expect(tree.bufferedWrites == 13)
+        #expect(tree.entryCount == model.count)
+        let entries = try allEntries(db.snapshot(), "t")
+        #expect(entries.map(\.0) == model.keys.sorted { $0.lexicographicallyPrecedes($1) })
+        #expect(entries.allSatisfy { model[$0.0] == $0.1 })
+        #expect(try Inspector(db).verify().isEmpty)
+    }
+
+    @Test("with merges in the commit, the commit that adds the fourth run of one size merges the four itself")
+    func runsAreMergedInTheCommit() throws {
+        let db = try Self.seeded(background: false)
+        var model = Self.seededModel()
+        for first in stride(from: 1, to: 25, by: 6) { try Self.commit([first, first + 2, first + 4], to: db, model: &model) }
+        #expect(try db.statistics().writeBufferRunMerges == 0)
+        #expect(try db.statistics().trees[0].bufferedRuns == 1)
+        #expect(try allEntries(db.snapshot(), "t").count == model.count)
+    }
+
+    /// Three runs of `keys`' puts, newest first, as commits make them.
+    static func runs(_ keys: [[Int]]) -> [BufferRun] {
+        keys.map { keys in
+            let pending = PendingWrites()
+            for n in keys {
+                key(n).withUnsafeBytes { k in
+                    value(n).withUnsafeBytes { pending.write(k, hash: BloomFilter.hash(k), .inline($0), limits: NodeLimits(pageSize: 4096)) }
+                }
+            }
+            return pending.sortedRun()
+        }
+    }
+
+    @Test("a merge of runs goes where its runs are, between newer and older ones, and is dropped once they are gone or taken")
+    func runsMergeIsInstalledOnlyOverItsRuns() throws {
+        let all = Self.runs([[1], [3, 5], [7, 9], [11], [13]])
+        let merge = RunsMerge(tree: "t", sources: Array(all[1 ... 3]))
+        #expect(merge.merged.count == 5)
+        let state = TreeState(root: nil, entryCount: 7, runs: SortedRuns(all))
+
+        let installed = try #require(merge.installed(in: state))
+        #expect(installed.runs!.runs.map(\.count) == [1, 5, 1])
+        #expect(installed.runs!.runs.first === all[0] && installed.runs!.runs.last === all[4])
+        #expect(installed.entryCount == 7)
+
+        #expect(merge.installed(in: TreeState(root: nil, entryCount: 7, runs: SortedRuns([all[0], all[1], all[3]]))) == nil,
+                "its runs are no longer neighbours")
+        #expect(merge.installed(in: TreeState(root: nil, entryCount: 7)) == nil, "the buffer was emptied")
+        all[2].markTaken()
+        #expect(merge.installed(in: state) == nil, "a merge into the tree took one of its runs")
+    }
+
+    @Test("the writer leaves runs claimed by a merge beside it alone, even past the most runs it keeps")
+    func writerLeavesClaimedRunsAlone() {
+        var runs = SortedRuns(Self.runs([[1], [3], [5], [7]]))
+        let claimed = runs.runs
+        claimed.forEach { $0.markClaimed() }
+        for n in stride(from: 9, to: 9 + 2 * 20, by: 2) { runs = runs.adding(Self.runs([[n]])[0], mergesBesideWriter: true) }
+        #expect(Array(runs.runs.suffix(4)).elementsEqual(claimed, by: ===), "still there, by identity, for the merge to find")
+        #expect(runs.runs.count <= 12 + 4, "the runs it may move, it merged")
+        #expect(runs.entries == 24)
+    }
+
     @Test("a merge beside the writer that a compaction made stale is dropped, and nothing is lost")
     func staleBackgroundMergeIsDropped() throws {
         let fs = SimulatedFileSystem()
