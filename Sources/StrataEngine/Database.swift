@@ -104,8 +104,9 @@ public final class Database: Sendable {
         public var autoCompaction: AutoCompaction? = AutoCompaction()
         /// Buffer the writes that would copy a leaf a snapshot shares, and merge them into
         /// their tree in key order once a tree's buffer holds more than this many entries or
-        /// an eighth of the tree's (at most 2,097,152), or a sixteenth of `cacheSize` in
-        /// bytes. nil: every write goes straight into its tree.
+        /// an eighth of the tree's (at most 2,097,152), or once the buffers of all trees
+        /// together hold more than a sixteenth of `cacheSize` in bytes (the largest are
+        /// merged first). nil: every write goes straight into its tree.
         ///
         /// A write transaction copies a leaf the first time it changes one that the
         /// committed tree shares, so a transaction of scattered keys copies about one leaf
@@ -127,9 +128,9 @@ public final class Database: Sendable {
         ///
         /// Beside the writer, the merge copies the leaves it changes into a new version of
         /// the tree, and the first commit after it finished puts that version in place. A
-        /// writer that fills the buffer to twice its limit (or an eighth of `cacheSize` in
-        /// bytes) before then waits for it. In the commit, a buffer never passes its limit,
-        /// and that commit pays for the merge.
+        /// writer that fills the buffer to twice its limit (or the buffers together to an
+        /// eighth of `cacheSize` in bytes) before then waits for it. In the commit, a
+        /// buffer never passes its limit, and that commit pays for the merge.
         public var mergesWriteBufferInBackground = true
         /// Checkpoint in `close()`, so the next open replays nothing.
         public var checkpointOnClose = true

@@ -2,8 +2,10 @@
 struct WriteBufferPolicy {
     /// The fewest entries a tree's buffer holds before it is merged.
     let minimumEntries: Int
-    /// The bytes (its entries as encoded) past which a tree's buffer is merged: a share of
-    /// the cache budget, since runs live in memory beside the cache.
+    /// The bytes (entries as encoded) past which a handle's buffers, all trees' together,
+    /// are merged, the largest first: a share of the cache budget, since runs live in
+    /// memory beside the cache. A single tree's buffer is held to it within a transaction
+    /// too.
     var bytesLimit = Int.max
     /// The most entries a buffer holds, whatever the tree's size.
     static let maximumEntries = 1 << 21
@@ -233,6 +235,7 @@ extension TreeChanges {
         for name in trees.keys where trees[name]!.pending != nil { flushPending(at: try position(of: name)) }
         guard let merges = policy.merges else {
             for name in trees.keys where trees[name]!.runs != nil { try mergeIfDue(at: try position(of: name), policy: policy) }
+            for name in largestBuffers(over: policy.bytesLimit) { try mergeBuffer(at: try position(of: name)) }
             return
         }
         installFinishedMerges(merges)
@@ -242,8 +245,34 @@ extension TreeChanges {
             try mergeIfDue(at: index, policy: policy)
             if isDue(at: index, policy: policy, hard: false) { due[name] = trees.values[index] }
         }
+        // The handle's buffers together: past twice the byte limit, the writer waits for
+        // the merge beside it and merges the largest itself; past the limit, the largest
+        // are due.
+        if !largestBuffers(over: 2 * policy.bytesLimit).isEmpty {
+            merges.waitUntilIdle()
+            installFinishedMerges(merges)
+            for name in largestBuffers(over: 2 * policy.bytesLimit) {
+                try mergeBuffer(at: try position(of: name))
+                due[name] = nil
+            }
+        }
+        for name in largestBuffers(over: policy.bytesLimit) where due[name] == nil { due[name] = trees[name] }
         if !due.isEmpty, !merges.isRunning { merges.start(due, mutator: TreeMutator(store: mutator.store, owner: newOwner())) }
         startMergingRuns(merges)
+    }
+
+    /// The trees whose runs, merged into their trees, bring the bytes of all buffers to
+    /// `limit` or under, the largest first; none when they are there already.
+    private func largestBuffers(over limit: Int) -> [String] {
+        var total = trees.values.reduce(0) { $0 + ($1.runs?.bytes ?? 0) }
+        guard total > limit else { return [] }
+        var names: [String] = []
+        for (name, state) in trees.sorted(by: { ($0.value.runs?.bytes ?? 0) > ($1.value.runs?.bytes ?? 0) }) where total > limit {
+            guard let bytes = state.runs?.bytes else { break }
+            names.append(name)
+            total -= bytes
+        }
+        return names
     }
 
     /// Applies the buffered writes of the tree at `index` to it in key order (each leaf

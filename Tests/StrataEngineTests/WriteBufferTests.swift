@@ -313,12 +313,18 @@ struct WriteBufferTests {
         #expect(entries.allSatisfy { model[$0.0] == $0.1 })
     }
 
+    /// A database whose buffers' byte bound is its floor, 1 MiB (a cache budget of 1 MiB),
+    /// and whose entry limit no test reaches.
+    static func byteBounded(background: Bool) throws -> Database {
+        var options = options(buffer: 1_000_000, background: background)
+        options.cacheSize = 1 << 20
+        return try Database.inMemory(options: options)
+    }
+
     @Test("a buffer is merged once its bytes pass a sixteenth of the cache budget (twice that, with merges beside the writer), whatever its entry limit",
           arguments: [false, true])
     func bufferBytesAreBounded(background: Bool) throws {
-        var options = Self.options(buffer: 1_000_000, background: background)
-        options.cacheSize = 1 << 20   // the bound is then its floor, 1 MiB
-        let db = try Database.inMemory(options: options)
+        let db = try Self.byteBounded(background: background)
         try db.write { tx in try tx.createTree("t") }
         let value = [UInt8](repeating: 7, count: 100)
         for batch in 0 ..< 40 {
@@ -330,6 +336,27 @@ struct WriteBufferTests {
         }
         #expect(try db.statistics().trees[0].entryCount == 40_000)
         #expect(try allEntries(db.snapshot(), "t").count == 40_000)
+    }
+
+    @Test("the buffers of all trees together are held to the byte bound, the largest merged first",
+          arguments: [false, true])
+    func buffersTogetherAreBounded(background: Bool) throws {
+        let db = try Self.byteBounded(background: background)
+        try db.write { tx in for tree in ["a", "b", "c"] { try tx.createTree(tree) } }
+        let value = [UInt8](repeating: 7, count: 100)
+        for batch in 0 ..< 15 {
+            try db.write { tx in
+                for tree in ["a", "b", "c"] {
+                    for n in 0 ..< 1_000 { try tx.put(value, forKey: Self.key(batch * 1_000 + n), in: tree) }
+                }
+            }
+            // Each tree alone stays under the bound; the three together would not.
+            let buffered = try db.statistics().trees.reduce(0) { $0 + $1.bufferedWrites }
+            #expect(buffered * 110 <= (background ? 2 : 1) * (1 << 20), "about 1.6 MB written per tree, merged as it went")
+        }
+        for tree in try db.statistics().trees { #expect(tree.entryCount == 15_000) }
+        #expect(try allEntries(db.snapshot(), "b").count == 15_000)
+        #expect(try Inspector(db).verify().isEmpty)
     }
 
     @Test("a checkpoint merges the buffer first: reopened without a log, the file holds every write")
