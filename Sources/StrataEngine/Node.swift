@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A reference from a parent (or a tree root) to a child node: either a node in memory,
 /// changed since the last checkpoint, or a page frame on disk, loaded through the cache.
 enum NodeRef: @unchecked Sendable {
@@ -514,9 +516,15 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
     }
     @exclusivity(unchecked) private var separators: [[UInt8]]
     @exclusivity(unchecked) private(set) var heads: KeyHeads
-    /// Readers read the slots while the writer marks them lent (`copy(owner:)`): different
-    /// fields, and the slots' bytes never change once a snapshot can see this branch.
+    /// Readers read the slots while the copy that takes them over marks them lent
+    /// (`copy(owner:)`): different fields, and the slots' bytes never change once a snapshot
+    /// can see this branch.
     @exclusivity(unchecked) private var children: BranchChildren
+    /// Whether a copy has claimed this branch's references (`copy(owner:)`). Several threads
+    /// copy one committed branch at once: the writer, a merge beside it, a checkpoint pass
+    /// merging buffers, the verifier. Were two to take the references over, both would own
+    /// and release them: the claim lets exactly one.
+    private let handedOver = Atomic<Bool>(false)
     /// The branches that took over child references of this one (`BranchChildren`), held so
     /// that they outlive it: its copy, and the halves split off it while it inherited.
     @exclusivity(unchecked) private var heir: BranchNode?
@@ -577,9 +585,11 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
 
     /// A copy for the transaction `owner` to change. It takes this version's child
     /// references over without retaining them when it can (`BranchChildren`), and this
-    /// version holds it from then on.
+    /// version holds it from then on. Safe to call from several threads at once: one copy
+    /// at most takes the references over, the others retain them.
     func copy(owner: UInt64) -> BranchNode {
-        if !children.isLent, children.holdsNodes, lineage < Self.maxLineage {
+        if children.holdsNodes, lineage < Self.maxLineage,
+           handedOver.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
             let copy = BranchNode(owner: owner, keys: separators, heads: heads, children: BranchChildren(takingFrom: &children),
                                   pageBytes: pageBytes, lineage: lineage + 1)
             heir = copy
@@ -588,6 +598,9 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
         return BranchNode(owner: owner, keys: separators, heads: heads, children: BranchChildren(copying: children),
                           pageBytes: pageBytes, lineage: 0)
     }
+
+    /// Whether this branch took its references over from the version it copied (for tests).
+    var inheritsReferences: Bool { children.inherits }
 
     static let childReferenceSize = 12
 

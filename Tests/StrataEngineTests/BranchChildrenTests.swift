@@ -101,6 +101,31 @@ struct BranchChildrenTests {
         #expect(added.allSatisfy { $0.node == nil })
     }
 
+    @Test("copies of one branch made on two threads at once take its references over at most once")
+    func simultaneousCopiesTakeOverOnce() {
+        // The writer, a merge beside it, a checkpoint pass and the verifier each copy the
+        // committed branches they change. Two copies both taking the references over would
+        // both release them: a crash when the versions go.
+        let rounds = 4000
+        let sources = (0 ..< rounds).map { _ in branch(of: 4).0 }
+        let copies = Mutex<[[BranchNode]]>(Array(repeating: [], count: rounds))
+        let arrived = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+            for round in 0 ..< rounds {
+                // Both threads reach the copy of each round together.
+                arrived.add(1, ordering: .acquiringAndReleasing)
+                while arrived.load(ordering: .acquiring) < 2 * (round + 1) {}
+                let copy = sources[round].copy(owner: 2)
+                copies.withLock { $0[round].append(copy) }
+            }
+        }
+        let doubleTakes = copies.withLock { all in all.indices.filter { all[$0].allSatisfy(\.inheritsReferences) } }
+        // Were a round's references owned twice, releasing it would crash the test: leak it.
+        for round in doubleTakes { _ = Unmanaged.passRetained(sources[round]) }
+        #expect(doubleTakes.isEmpty)
+        #expect(copies.withLock { $0.allSatisfy { $0.count == 2 && $0.contains(where: \.inheritsReferences) } })
+    }
+
     @Test("a snapshot held across commits that split, merge and roll back reads what it saw, and the tree what was written")
     func snapshotHeldAcrossCommits() throws {
         let fs = SimulatedFileSystem()
