@@ -793,11 +793,21 @@ public final class Database: Sendable {
     /// Zero bytes after the last frame, preallocated for the log (by this handle, or by a
     /// writer another handle follows); 0 when the bytes after the last frame are not all
     /// zero (a torn write) or there are none.
-    func preallocatedBytes() throws -> UInt64 {
+    func preallocatedBytes() throws -> UInt64 { try preallocation().zeros }
+
+    /// Where the frames end: the file's size less its preallocated zeros, both from one
+    /// reading of the size. (Subtracting `preallocatedBytes()` from a size read before it
+    /// overflowed when a commit grew the file in between: the verifier beside a writer.)
+    func framesEnd() throws -> UInt64 {
+        let (size, zeros) = try preallocation()
+        return size - zeros
+    }
+
+    private func preallocation() throws -> (size: UInt64, zeros: UInt64) {
         let end = writerCounters().end
         let size = try writer.store.file.size()
-        guard size > end, try Recovery.isZeroTail(from: end, to: size, store: writer.store) else { return 0 }
-        return size - end
+        guard size > end, try Recovery.isZeroTail(from: end, to: size, store: writer.store) else { return (size, 0) }
+        return (size, size - end)
     }
 
     /// A consistent copy of the writer's counters (taken under the gate for writers).

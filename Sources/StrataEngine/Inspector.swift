@@ -179,7 +179,7 @@ public final class Inspector: Sendable {
     ///   - body: Called with each frame; returns whether to go on.
     /// - Throws: `StrataError.io`; what `body` throws.
     public func walkFrames(from start: UInt64? = nil, _ body: (FrameInfo) throws -> Bool) throws {
-        try walkFrames(from: start ?? Inspector.firstFrameOffset, upTo: try store.file.size() - database.preallocatedBytes(), body)
+        try walkFrames(from: start ?? Inspector.firstFrameOffset, upTo: try database.framesEnd(), body)
     }
 
     /// Where the first frame of every file starts.

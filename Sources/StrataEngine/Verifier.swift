@@ -34,6 +34,10 @@ extension Inspector {
     /// (an interrupted write the next writable open drops) is a warning, not an error.
     /// `progress` receives (bytes done, bytes total) as frames are checked.
     ///
+    /// On a handle that writes, it may run on any thread while commits go on: it checks the
+    /// frames committed when it began and the latest state then, and leaves later commits to
+    /// the next call.
+    ///
     /// - Parameters:
     ///   - quick: Check only the frames and the commit chain, not the trees.
     ///   - progress: Called as bytes are checked.
@@ -42,10 +46,13 @@ extension Inspector {
     ///   faults, not thrown.
     public func verify(quick: Bool = false, progress: ((UInt64, UInt64) -> Void)? = nil) throws -> [Fault] {
         var faults: [Fault] = []
-        let size = try store.file.size() - database.preallocatedBytes()
         let lastValidEnd = database.writerCounters().end
+        // A writable handle's frames past its writer's end are commits made while this runs,
+        // perhaps half written yet: not a torn tail, and left to the next verify. A
+        // read-only handle reads to the end of the frames, where a torn tail would be.
+        let size = database.options.readOnly ? try database.framesEnd() : lastValidEnd
         var lastSequence: UInt64?
-        try walkFrames(from: FileHeader.dataStart) { frame in
+        try walkFrames(from: FileHeader.dataStart, upTo: size) { frame in
             progress?(frame.offset, size)
             if let error = frame.error {
                 let torn = frame.offset >= lastValidEnd

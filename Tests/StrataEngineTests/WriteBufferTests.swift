@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import StrataEngine
 
@@ -426,6 +427,52 @@ struct WriteBufferTests {
         #expect(try db.statistics().trees[0].bufferedWrites == 2)
         #expect(try Inspector(db).verify().isEmpty)
         #expect(try db.statistics().trees[0].bufferedWrites == 2, "verifying changes nothing")
+    }
+
+    @Test("the verifier and checkpoint passes merge the buffer on other threads while the writer merges it too, and every version stays whole",
+          arguments: [false, true])
+    func buffersMergedOnSeveralThreadsAtOnce(background: Bool) throws {
+        // Each of them copies the committed tree's branches: the copies must not both take
+        // a branch's children over (`BranchNode.copy(owner:)`), or releasing the versions
+        // crashes.
+        var options = Self.options(buffer: 300, background: background)
+        options.backgroundCheckpoints = .always
+        options.checkpointLogBytes = 64 << 10
+        let db = try Database.inMemory(options: options)
+        try db.write { tx in
+            try tx.createTree("t")
+            for n in 0 ..< 3_000 { try tx.put(Self.value(n), forKey: Self.key(n), in: "t") }
+        }
+        var model = Dictionary(uniqueKeysWithValues: (0 ..< 3_000).map { (Self.key($0), Self.value($0)) })
+        let stop = Atomic<Bool>(false)
+        let faults = Mutex<[String]>([])
+        let verified = Atomic<Int>(0)
+        let finished = DispatchSemaphore(value: 0)
+        Thread {
+            defer { finished.signal() }
+            repeat {
+                let found = (try? Inspector(db).verify().map(\.message)) ?? ["verify threw"]
+                faults.withLock { $0 += found }
+                verified.add(1, ordering: .relaxed)
+            } while !stop.load(ordering: .relaxed) || verified.load(ordering: .relaxed) == 0
+        }.start()
+        var rng = SeededGenerator(seed: 5)
+        for version in 1 ... 300 {
+            try db.write { tx in
+                for _ in 0 ..< 60 {
+                    let n = Int.random(in: 0 ..< 6_000, using: &rng)
+                    try tx.put(Self.value(n, version), forKey: Self.key(n), in: "t")
+                    model[Self.key(n)] = Self.value(n, version)
+                }
+            }
+        }
+        stop.store(true, ordering: .relaxed)
+        finished.wait()
+        #expect(faults.withLock { $0 }.isEmpty)
+        let entries = try allEntries(db.snapshot(), "t")
+        #expect(entries.map(\.0) == model.keys.sorted { $0.lexicographicallyPrecedes($1) })
+        #expect(entries.allSatisfy { model[$0.0] == $0.1 })
+        try db.close()
     }
 
     @Test("a large value written through the buffer is read back from its value frame")
