@@ -132,9 +132,7 @@ struct WriteBufferTests {
             #expect(tree.bufferedWrites <= (background ? 2 : 1) * max(16, tree.entryCount / 8), "merged once past its limit")
             #expect(tree.entryCount == model.count)
         }
-        let entries = try allEntries(db.snapshot(), "t")
-        #expect(entries.map(\.0) == model.keys.sorted { $0.lexicographicallyPrecedes($1) })
-        #expect(entries.allSatisfy { model[$0.0] == $0.1 })
+        try Self.expectTree(of: db, holds: model)
     }
 
     /// Commits 40 new keys to the seeded tree "t" (odd ones from `first`), past the buffer
@@ -147,6 +145,13 @@ struct WriteBufferTests {
                 model[key(n)] = value(n)
             }
         }
+    }
+
+    /// Expects tree "t" of `db`'s latest state to hold exactly `model`, in key order.
+    static func expectTree(of db: Database, holds model: [[UInt8]: [UInt8]], sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let entries = try allEntries(db.snapshot(), "t")
+        #expect(entries.map(\.0) == model.keys.sorted { $0.lexicographicallyPrecedes($1) }, sourceLocation: sourceLocation)
+        #expect(entries.allSatisfy { model[$0.0] == $0.1 }, sourceLocation: sourceLocation)
     }
 
     static func seededModel() -> [[UInt8]: [UInt8]] {
@@ -172,9 +177,7 @@ struct WriteBufferTests {
         #expect(tree.bufferedWrites == 3, "the merged runs gave way to the merged tree; the newer one stays")
         #expect(tree.bufferedRuns == 1)
         #expect(tree.entryCount == model.count)
-        let entries = try allEntries(db.snapshot(), "t")
-        #expect(entries.map(\.0) == model.keys.sorted { $0.lexicographicallyPrecedes($1) })
-        #expect(entries.allSatisfy { model[$0.0] == $0.1 })
+        try Self.expectTree(of: db, holds: model)
         #expect(try Inspector(db).verify().isEmpty)
     }
 
@@ -196,9 +199,7 @@ struct WriteBufferTests {
         let tree = try db.statistics().trees[0]
         #expect(tree.bufferedWrites == 20, "the merge beside the writer was installed, not redone in the transaction")
         #expect(tree.entryCount == model.count)
-        let entries = try allEntries(db.snapshot(), "t")
-        #expect(entries.map(\.0) == model.keys.sorted { $0.lexicographicallyPrecedes($1) })
-        #expect(entries.allSatisfy { model[$0.0] == $0.1 })
+        try Self.expectTree(of: db, holds: model)
     }
 
     /// Commits `keys` (odd numbers, under the seeded tree's even ones) in one transaction,
@@ -226,9 +227,7 @@ struct WriteBufferTests {
         #expect(tree.bufferedRuns == 2, "the four runs gave way to one; the newer run stays")
         #expect(tree.bufferedWrites == 13)
         #expect(tree.entryCount == model.count)
-        let entries = try allEntries(db.snapshot(), "t")
-        #expect(entries.map(\.0) == model.keys.sorted { $0.lexicographicallyPrecedes($1) })
-        #expect(entries.allSatisfy { model[$0.0] == $0.1 })
+        try Self.expectTree(of: db, holds: model)
         #expect(try Inspector(db).verify().isEmpty)
     }
 
@@ -309,9 +308,7 @@ struct WriteBufferTests {
         #expect(try Inspector(db).verify().isEmpty)
         try db.close()
         db = try Database(path: "/stale.strata", options: options, fileSystem: fs)
-        let entries = try allEntries(db.snapshot(), "t")
-        #expect(entries.map(\.0) == model.keys.sorted { $0.lexicographicallyPrecedes($1) })
-        #expect(entries.allSatisfy { model[$0.0] == $0.1 })
+        try Self.expectTree(of: db, holds: model)
     }
 
     /// A database whose buffers' byte bound is its floor, 1 MiB (a cache budget of 1 MiB),
@@ -469,9 +466,7 @@ struct WriteBufferTests {
         stop.store(true, ordering: .relaxed)
         finished.wait()
         #expect(faults.withLock { $0 }.isEmpty)
-        let entries = try allEntries(db.snapshot(), "t")
-        #expect(entries.map(\.0) == model.keys.sorted { $0.lexicographicallyPrecedes($1) })
-        #expect(entries.allSatisfy { model[$0.0] == $0.1 })
+        try Self.expectTree(of: db, holds: model)
         try db.close()
     }
 
