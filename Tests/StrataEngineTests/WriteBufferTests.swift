@@ -217,7 +217,9 @@ struct WriteBufferTests {
     func runsAreMergedBesideTheWriter() throws {
         let db = try Self.seeded()
         var model = Self.seededModel()
-        for first in stride(from: 1, to: 25, by: 6) { try Self.commit([first, first + 2, first + 4], to: db, model: &model) }
+        // Runs large enough to be worth a thread (`SortedRuns.smallestMergedBeside`).
+        let size = SortedRuns.smallestMergedBeside
+        for run in 0 ..< 4 { try Self.commit((0 ..< size).map { 1_001 + 2 * (run * size + $0) }, to: db, model: &model) }
         db.waitForWriteBufferMerge()
         #expect(try db.statistics().writeBufferRunMerges == 1)
         #expect(try db.statistics().trees[0].bufferedRuns == 4, "merged, not yet in place: the commit only added its run")
@@ -225,17 +227,21 @@ struct WriteBufferTests {
         try Self.commit([101], to: db, model: &model)
         let tree = try db.statistics().trees[0]
         #expect(tree.bufferedRuns == 2, "the four runs gave way to one; the newer run stays")
-        #expect(tree.bufferedWrites == 13)
+        #expect(tree.bufferedWrites == 4 * size + 1)
         #expect(tree.entryCount == model.count)
         try Self.expectTree(of: db, holds: model)
         #expect(try Inspector(db).verify().isEmpty)
     }
 
-    @Test("with merges in the commit, the commit that adds the fourth run of one size merges the four itself")
-    func runsAreMergedInTheCommit() throws {
-        let db = try Self.seeded(background: false)
+    @Test("the commit that adds the fourth small run of one size merges the four itself, whether merges run beside the writer or not",
+          arguments: [false, true])
+    func smallRunsAreMergedInTheCommit(background: Bool) throws {
+        // Small runs (one-record durable commits make them) are merged where a thread to
+        // merge them would cost more than the merge.
+        let db = try Self.seeded(background: background)
         var model = Self.seededModel()
         for first in stride(from: 1, to: 25, by: 6) { try Self.commit([first, first + 2, first + 4], to: db, model: &model) }
+        db.waitForWriteBufferMerge()
         #expect(try db.statistics().writeBufferRunMerges == 0)
         #expect(try db.statistics().trees[0].bufferedRuns == 1)
         #expect(try allEntries(db.snapshot(), "t").count == model.count)
