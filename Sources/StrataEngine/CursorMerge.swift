@@ -141,7 +141,16 @@ extension Cursor {
 
     func mergedNext() throws -> Bool {
         let merge = runMerge
-        guard let winner = merge.winner, let current = key(ofSource: winner) else { return false }
+        guard let winner = merge.winner else { return false }
+        // On the tree's key going on: no run rests there (a run on the same key would have
+        // won), so only the tree moves. Most steps of a scan are these (runs hold a small
+        // share of the entries), and copying the key and comparing it with every source's
+        // at each of them cost a W2 scan over a buffered tree a quarter of its time (perf).
+        if merge.forward, winner == merge.runs.count {
+            _ = try tree.next()
+            return try settle(forward: true)
+        }
+        guard let current = key(ofSource: winner) else { return false }
         holdCurrentKey(current)
         try merge.scratch.withUnsafeBytes { key in
             if merge.forward {
@@ -161,7 +170,13 @@ extension Cursor {
 
     func mergedPrevious() throws -> Bool {
         let merge = runMerge
-        guard let winner = merge.winner, let current = key(ofSource: winner) else { return false }
+        guard let winner = merge.winner else { return false }
+        // The mirror image of `mergedNext`'s step on the tree alone.
+        if !merge.forward, winner == merge.runs.count {
+            _ = try tree.previous()
+            return try settle(forward: false)
+        }
+        guard let current = key(ofSource: winner) else { return false }
         holdCurrentKey(current)
         try merge.scratch.withUnsafeBytes { key in
             if !merge.forward {
