@@ -349,15 +349,21 @@ enum TreeReader {
     /// Lends the value at `location` to `body`: in place when the leaf holds it, otherwise
     /// from its value frame. `unchanging`: the tree is a snapshot's, which nothing changes.
     static func lend<R>(_ location: Location, from store: PageStore, unchanging: Bool, to body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        func lend(_ slot: ValueSlot) throws -> R {
+        try lendEntry(location, from: store, unchanging: unchanging) { _, value in try body(value) }
+    }
+
+    /// Lends the key and the value at `location` to `body`, the value as `lend` does.
+    static func lendEntry<R>(_ location: Location, from store: PageStore, unchanging: Bool,
+                             to body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> R) throws -> R {
+        func lend(_ key: UnsafeRawBufferPointer, _ slot: ValueSlot) throws -> R {
             switch slot {
-            case .inline(let bytes): return try body(bytes)
-            case .overflow: return try store.value(slot).withUnsafeBytes(body)
+            case .inline(let bytes): return try body(key, bytes)
+            case .overflow: return try store.value(slot).withUnsafeBytes { try body(key, $0) }
             }
         }
         return unchanging
-            ? try location.leaf.withUnchangingEntry(location.index) { _, slot in try lend(slot) }
-            : try location.leaf.withEntry(location.index) { _, slot in try lend(slot) }
+            ? try location.leaf.withUnchangingEntry(location.index, lend)
+            : try location.leaf.withEntry(location.index, lend)
     }
 
     static func get(store: PageStore, state: TreeState, key: UnsafeRawBufferPointer) throws -> [UInt8]? {

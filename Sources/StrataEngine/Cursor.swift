@@ -171,10 +171,11 @@ public final class Cursor {
             }
         }
         guard merge != nil else { return try tree.walk(range, reverse: reverse, body) }
-        while more {
-            let wantsMore = try withKey { key in
+        // The entry's place taken once for its key and value (each retains its leaf).
+        while more, let location {
+            let wantsMore = try TreeReader.lendEntry(location, from: store, unchanging: false) { key, value in
                 guard reverse ? range.isWithinLower(key) : range.isWithinUpper(key) else { return false }
-                return try withValue { try body(key, $0) }
+                return try body(key, value)
             }
             guard wantsMore else { return }
             more = reverse ? try previous() : try next()
