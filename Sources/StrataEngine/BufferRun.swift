@@ -265,9 +265,9 @@ final class SortedRuns: @unchecked Sendable {
     /// (Merging as a binary counter, two runs at a time, copied each entry log2(n) times:
     /// 12% of W1's insert.batch with a buffer; callgrind, 100k records.)
     ///
-    /// With `mergesBesideWriter`, the runs are merged here only past `mostRuns`: below that,
-    /// a merge beside the writer does it (`tierWindow`, `RunsMerge`), and the commit only
-    /// adds the run. Run merging on the writer's thread was 14% of its time in W1's
+    /// With `mergesBesideWriter`, runs of `smallestMergedBeside` entries or more are merged
+    /// here only past twice `mostRuns`: below that, a merge beside the writer does it
+    /// (`tierWindow`, `RunsMerge`), and the commit only adds the run. Run merging on the writer's thread was 14% of its time in W1's
     /// insert.batch at 1M (perf).
     ///
     /// Only the newest runs that no merge beside the writer has (`BufferRun.isMovable`) are
@@ -276,14 +276,21 @@ final class SortedRuns: @unchecked Sendable {
     func adding(_ run: BufferRun, mergesBesideWriter: Bool = false) -> SortedRuns {
         let movable = self.runs.prefix(while: \.isMovable).count
         var runs = [run] + self.runs.prefix(movable)
-        let mergesAll = !mergesBesideWriter || self.runs.count + 1 > Self.mostRuns
+        let mergesAll = !mergesBesideWriter || self.runs.count + 1 > 2 * Self.mostRuns
         while runs.count >= Self.tier, runs[1 ..< Self.tier].allSatisfy({ Self.sizeClass($0) == Self.sizeClass(runs[0]) }),
               mergesAll || runs[0].count < Self.smallestMergedBeside {
             runs.replaceSubrange(0 ..< Self.tier, with: [BufferRun.merging(Array(runs[0 ..< Self.tier]))])
         }
         // Runs of mixed sizes (a large transaction's between small ones) could pile up
-        // unmerged: past a dozen, they all become one.
-        if mergesAll, runs.count > Self.mostRuns { runs = [BufferRun.merging(runs)] }
+        // unmerged: past a dozen, they all become one. Beside the writer, only the newest
+        // small runs do, up to twice that: the large ones are the merge beside the writer's
+        // (`tierWindow`). Merging them all here, a buffer of 65,536 entries left by a load
+        // was copied every dozen one-record commits (W1 commit.durable at 1M: 59% of the
+        // commits' samples in `BufferRun.merging`, perf).
+        if runs.count > Self.mostRuns {
+            let small = mergesAll ? runs.count : runs.prefix(while: { $0.count < Self.smallestMergedBeside }).count
+            if small > 1 { runs.replaceSubrange(0 ..< small, with: [BufferRun.merging(Array(runs[0 ..< small]))]) }
+        }
         return SortedRuns(runs + self.runs.dropFirst(movable))
     }
 

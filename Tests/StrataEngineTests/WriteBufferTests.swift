@@ -290,6 +290,19 @@ struct WriteBufferTests {
         #expect(runs.entries == 24)
     }
 
+    @Test("past a dozen runs, a commit that merges beside the writer merges only its newest small runs, and leaves the large ones to that merge")
+    func writerMergesOnlySmallRunsPastADozen() {
+        // A load leaves large runs; one-record commits then add small ones. Merging them all
+        // at every dozen copied the whole buffer for a commit of one record.
+        let size = SortedRuns.smallestMergedBeside
+        let large = Self.runs((0 ..< 10).map { run in (0 ..< size).map { 10_000 * (run + 1) + $0 } })
+        var runs = SortedRuns(large)
+        for n in 0 ..< 6 { runs = runs.adding(Self.runs([[2 * n + 1]])[0], mergesBesideWriter: true) }
+        #expect(Array(runs.runs.suffix(10)).elementsEqual(large, by: ===), "the large runs, untouched")
+        #expect(runs.runs.count <= 12)
+        #expect(runs.entries == 10 * size + 6)
+    }
+
     @Test("a merge beside the writer that a compaction made stale is dropped, and nothing is lost")
     func staleBackgroundMergeIsDropped() throws {
         let fs = SimulatedFileSystem()
