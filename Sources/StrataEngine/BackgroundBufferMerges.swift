@@ -71,13 +71,7 @@ final class BackgroundBufferMerges: Sendable {
     /// - Returns: false when a merge of runs runs already.
     @discardableResult
     func startMergingRuns(_ runs: [BufferRun], of tree: String) -> Bool {
-        let claimed = state.withLock { state in
-            guard !state.mergingRuns else { return false }
-            state.mergingRuns = true
-            return true
-        }
-        guard claimed else { return false }
-        idle.enter()
+        guard claim(\.mergingRuns) else { return false }
         runs.forEach { $0.markClaimed() }
         let work = UncheckedRuns(runs: runs)
         let thread = Thread { [self] in
@@ -120,11 +114,12 @@ final class BackgroundBufferMerges: Sendable {
         for state in trees.values { state.runs?.runs.forEach { $0.markTaken() } }
     }
 
-    /// Marks a merge as running; false when one already is.
-    private func claim() -> Bool {
+    /// Marks a merge as running in the lane `running` says (into a tree by default, or of
+    /// runs); false when one already is.
+    private func claim(_ running: WritableKeyPath<State, Bool> = \.running) -> Bool {
         let claimed = state.withLock { state in
-            guard !state.running else { return false }
-            state.running = true
+            guard !state[keyPath: running] else { return false }
+            state[keyPath: running] = true
             return true
         }
         if claimed { idle.enter() }

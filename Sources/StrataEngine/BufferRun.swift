@@ -267,12 +267,12 @@ final class SortedRuns: @unchecked Sendable {
     ///
     /// With `mergesBesideWriter`, runs of `smallestMergedBeside` entries or more are merged
     /// here only past twice `mostRuns`: below that, a merge beside the writer does it
-    /// (`tierWindow`, `RunsMerge`), and the commit only adds the run. Run merging on the writer's thread was 14% of its time in W1's
-    /// insert.batch at 1M (perf).
+    /// (`tierWindow`, `RunsMerge`), and the commit only adds the run. (Run merging on the
+    /// writer's thread was 14% of its time in W1's insert.batch at 1M, perf.) Smaller runs
+    /// are merged here either way.
     ///
     /// Only the newest runs that no merge beside the writer has (`BufferRun.isMovable`) are
-    /// merged here: such a merge finds its runs by identity. Runs of fewer than
-    /// `smallestMergedBeside` entries are always merged here.
+    /// merged here: such a merge finds its runs by identity.
     func adding(_ run: BufferRun, mergesBesideWriter: Bool = false) -> SortedRuns {
         let movable = self.runs.prefix(while: \.isMovable).count
         var runs = [run] + self.runs.prefix(movable)

@@ -139,12 +139,7 @@ struct WriteBufferTests {
     /// limit of a tree of 200 entries, max(16, 200 / 8): the commit starts a merge beside
     /// the writer.
     static func commitPastTheLimit(_ db: Database, from first: Int, model: inout [[UInt8]: [UInt8]]) throws {
-        try db.write { tx in
-            for n in stride(from: first, to: first + 80, by: 2) {
-                try tx.put(value(n), forKey: key(n), in: "t")
-                model[key(n)] = value(n)
-            }
-        }
+        try commit(Array(stride(from: first, to: first + 80, by: 2)), to: db, model: &model)
     }
 
     /// Expects tree "t" of `db`'s latest state to hold exactly `model`, in key order.
@@ -247,7 +242,7 @@ struct WriteBufferTests {
         #expect(try allEntries(db.snapshot(), "t").count == model.count)
     }
 
-    /// Three runs of `keys`' puts, newest first, as commits make them.
+    /// A run of each list's puts, newest first, as commits make them.
     static func runs(_ keys: [[Int]]) -> [BufferRun] {
         keys.map { keys in
             let pending = PendingWrites()
