@@ -48,8 +48,13 @@ final class BackgroundBufferMerges: Sendable {
     /// Left while a merge runs; `waitUntilIdle()` returns when none does.
     private let idle = DispatchGroup()
     private let logger: Logger
+    /// Told when a merge finishes, to put it in place if the writer is idle.
+    private let idleWatch: IdleWatch?
 
-    init(logger: Logger) { self.logger = logger }
+    init(logger: Logger, idleWatch: IdleWatch? = nil) {
+        self.logger = logger
+        self.idleWatch = idleWatch
+    }
 
     /// Starts merging the buffers of `trees` (a state the writer is committing, whose nodes
     /// nothing changes from now on) into copies made by `mutator`, whose owner must be new.
@@ -82,6 +87,7 @@ final class BackgroundBufferMerges: Sendable {
                 state.completedRuns += 1
             }
             idle.leave()
+            idleWatch?.lookSoon()
         }
         thread.name = "strata run merge"
         thread.start()
@@ -148,6 +154,7 @@ final class BackgroundBufferMerges: Sendable {
             if failure != nil { state.failed += 1 } else { state.completed += 1 }
         }
         idle.leave()
+        idleWatch?.lookSoon()
         return merges
     }
 

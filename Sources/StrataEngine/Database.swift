@@ -132,6 +132,23 @@ public final class Database: Sendable {
         /// eighth of `cacheSize` in bytes) before then waits for it. In the commit, a
         /// buffer never passes its limit, and that commit pays for the merge.
         public var mergesWriteBufferInBackground = true
+        /// How long after the last commit a handle merges what its write buffers still
+        /// hold into their trees, beside the writer; nil: a buffer is merged only once it
+        /// passes its limit, and by a checkpoint, a compaction or `close()`.
+        ///
+        /// A read of a buffered tree looks at each run as well as the tree, and a scan
+        /// merges them as it goes (about a quarter of W2's scan of a million documents
+        /// right after its load; docs/WRITE-BUFFER.md). Once commits stop for this long, a
+        /// merge of every buffer starts on a thread of its own and is put in place as soon
+        /// as the writer is free, so a store whose writes have stopped reads its trees
+        /// alone. A commit meanwhile only postpones it. Needs
+        /// `mergesWriteBufferInBackground`.
+        ///
+        /// ```swift
+        /// var options = Database.Options()
+        /// options.writeBufferIdleMerge = .seconds(1)   // wait longer for a pause in the writes
+        /// ```
+        public var writeBufferIdleMerge: Duration? = .milliseconds(50)
         /// Checkpoint in `close()`, so the next open replays nothing.
         public var checkpointOnClose = true
         /// What opening does with damage followed by valid commits: refuse (`.strict`, the
@@ -188,6 +205,8 @@ public final class Database: Sendable {
     /// The merges of write buffers `Options.mergesWriteBufferInBackground` runs on a thread
     /// of their own; nil when the writer merges them itself.
     let bufferMerges: BackgroundBufferMerges?
+    /// When commits stop, merges what the write buffers hold (`Options.writeBufferIdleMerge`).
+    let idleWatch: IdleWatch?
     let openReport: OpenReport
 
     /// Opens (creating when missing, unless read-only) the database at `path`.
@@ -226,8 +245,9 @@ public final class Database: Sendable {
         self.path = path
         self.options = options
         self.fileSystem = fileSystem
-        bufferMerges = options.writeBufferEntries != nil && options.mergesWriteBufferInBackground
-            ? BackgroundBufferMerges(logger: options.logger) : nil
+        let merges = options.writeBufferEntries != nil && options.mergesWriteBufferInBackground
+        idleWatch = merges ? options.writeBufferIdleMerge.map(IdleWatch.init(delay:)) : nil
+        bufferMerges = merges ? BackgroundBufferMerges(logger: options.logger, idleWatch: idleWatch) : nil
         let file = try Self.openFile(path, options: options, fileSystem: fileSystem)
         let recovered: RecoveredState
         do {
@@ -248,6 +268,7 @@ public final class Database: Sendable {
             bytesRead: recovered.store.bytesRead, replayedCommits: recovered.replayedCommits, tornBytes: recovered.tornBytes,
             salvagedFrom: recovered.salvagedFrom)
         compactInBackgroundIfGrownSinceLastCompaction(writer)
+        idleWatch?.attach { [weak self] in self?.mergeBuffersWhileIdle() ?? .done }
     }
 
     /// How many times opening for writing retries when the file it locked was replaced.
@@ -507,7 +528,7 @@ public final class Database: Sendable {
 
     /// With the gate held: waits until every commit written is durable and published, so
     /// a checkpoint, compaction or close starts from the state readers see.
-    private func settleHoldingGate() throws {
+    func settleHoldingGate() throws {
         do {
             try group.settle(publish: publish)
         } catch {
@@ -577,6 +598,7 @@ public final class Database: Sendable {
             writer.nearlyDue = (.now, writer.operations)
         }
         writer.latest = Snapshot(store: writer.store, trees: trees, sequence: sequence)
+        if let idleWatch, trees.values.contains(where: \.isBuffered) { idleWatch.committed() }
         if grouped {
             group.wrote(sequence: sequence, end: frameEnd, snapshot: writer.latest)
         } else {
@@ -619,7 +641,7 @@ public final class Database: Sendable {
     /// costs is small since a branch's copy takes its children over (`BranchChildren`): an
     /// old branch version frees its own buffers, not ~120 children's counts.
     @discardableResult
-    private func publish(_ snapshot: Snapshot) -> Snapshot? {
+    func publish(_ snapshot: Snapshot) -> Snapshot? {
         published.withLock { current -> Snapshot? in
             guard let old = current else { return nil }
             current = snapshot

@@ -188,16 +188,22 @@ extension TreeChanges {
 
     /// Installs the merges finished beside the writer where they still apply
     /// (`BufferMerge.installed`).
-    mutating func installFinishedMerges(_ merges: BackgroundBufferMerges) {
+    /// - Returns: Whether any applied.
+    @discardableResult
+    mutating func installFinishedMerges(_ merges: BackgroundBufferMerges) -> Bool {
+        var any = false
         for (name, merge) in merges.takeFinished() {
             guard let index = trees.index(forKey: name),
                   let installed = merge.installed(in: trees.values[index], store: mutator.store) else { continue }
             trees.values[index] = installed
+            any = true
         }
         for merge in merges.takeFinishedRuns() {
             guard let index = trees.index(forKey: merge.tree), let installed = merge.installed(in: trees.values[index]) else { continue }
             trees.values[index] = installed
+            any = true
         }
+        return any
     }
 
     /// Starts a merge of runs beside the writer (`RunsMerge`) for the first tree whose

@@ -38,6 +38,17 @@ public final class WriteGate: Sendable {
         return true
     }
 
+    /// Takes the gate if no thread holds it, without waiting: for background work that
+    /// should give way to the writer rather than queue in front of it.
+    /// - Returns: false when another thread, or the calling one, holds it.
+    public func tryEnter() -> Bool {
+        let me = Self.currentThread
+        if holder.load(ordering: .acquiring) == me { return false }
+        guard semaphore.wait(timeout: .now()) == .success else { return false }
+        holder.store(me, ordering: .releasing)
+        return true
+    }
+
     /// Releases the gate. Called once per successful `enter()`, from any thread.
     public func leave() {
         holder.store(0, ordering: .releasing)

@@ -10,11 +10,13 @@ import Testing
 @Suite("Write buffer")
 struct WriteBufferTests {
     /// `background`: merges run beside the writer (the default) rather than in the commit
-    /// that filled the buffer.
-    static func options(buffer: Int, background: Bool = true) -> Database.Options {
+    /// that filled the buffer. `idleMerge`: the buffers are merged that long after commits
+    /// stop; off by default, since most of these tests look at what the buffer holds.
+    static func options(buffer: Int, background: Bool = true, idleMerge: Duration? = nil) -> Database.Options {
         var options = smallOptions(pageSize: 512)
         options.writeBufferEntries = buffer
         options.mergesWriteBufferInBackground = background
+        options.writeBufferIdleMerge = idleMerge
         return options
     }
 
@@ -23,8 +25,8 @@ struct WriteBufferTests {
 
     /// A database whose tree "t" holds 0, 2, 4, … 398 in the tree proper (written by one
     /// transaction, which owns and changes its leaves in place), ready for buffered writes.
-    static func seeded(buffer: Int = 1_000_000, background: Bool = true) throws -> Database {
-        let db = try Database.inMemory(options: options(buffer: buffer, background: background))
+    static func seeded(buffer: Int = 1_000_000, background: Bool = true, idleMerge: Duration? = nil) throws -> Database {
+        let db = try Database.inMemory(options: options(buffer: buffer, background: background, idleMerge: idleMerge))
         try db.write { tx in
             try tx.createTree("t")
             for n in stride(from: 0, to: 400, by: 2) { try tx.put(value(n), forKey: key(n), in: "t") }
