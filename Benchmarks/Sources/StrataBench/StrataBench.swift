@@ -68,6 +68,9 @@ struct StrataBench: ParsableCommand {
     @Option(help: "Where Strata's write buffer is merged into its tree: writer (in the commit that filled it) or background (beside the writer, the engine's default).")
     var writeBufferMerges: String?
 
+    @Option(help: "How long after the last commit Strata merges its write buffers into their trees (Options.writeBufferIdleMerge): milliseconds, or off (default: the engine's, 50).")
+    var writeBufferIdleMerge: String?
+
     @Option(help: "Strata's engine with this Options.backgroundCheckpoints (never, sparse, always; default sparse), to weigh checkpoints written beside the writer.")
     var backgroundCheckpoints: String?
 
@@ -131,6 +134,15 @@ struct StrataBench: ParsableCommand {
             StrataKV.mergesWriteBufferInBackground = writeBufferMerges == "background"
         }
         if let backgroundCheckpoints { StrataKV.backgroundCheckpoints = Self.checkpointPolicies[backgroundCheckpoints] }
+        if let writeBufferIdleMerge {
+            if writeBufferIdleMerge == "off" {
+                StrataKV.writeBufferIdleMerge = .some(nil)
+            } else if let milliseconds = Int(writeBufferIdleMerge), milliseconds >= 0 {
+                StrataKV.writeBufferIdleMerge = .milliseconds(milliseconds)
+            } else {
+                throw ValidationError("--write-buffer-idle-merge takes off or a number of milliseconds, not \(writeBufferIdleMerge)")
+            }
+        }
         // The loader open.after-crash kills.
         if let crashLoad { return try CrashLoad.load(crashLoad, records: crashRecords) }
         if let timeOpen { return try StrataKV.timeReadOnlyOpen(timeOpen) }

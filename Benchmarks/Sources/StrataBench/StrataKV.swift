@@ -15,6 +15,7 @@ final class StrataKV: KeyValueStore {
         if let backgroundCheckpoints { options.backgroundCheckpoints = backgroundCheckpoints }
         if let writeBuffer { options.writeBufferEntries = writeBuffer.entries }
         if let mergesWriteBufferInBackground { options.mergesWriteBufferInBackground = mergesWriteBufferInBackground }
+        if let writeBufferIdleMerge { options.writeBufferIdleMerge = writeBufferIdleMerge }
         return options
     }
 
@@ -47,6 +48,10 @@ final class StrataKV: KeyValueStore {
     /// `--write-buffer-merges`: nil keeps the engine's default (beside the writer). Set
     /// once, before any engine opens.
     nonisolated(unsafe) static var mergesWriteBufferInBackground: Bool?
+
+    /// `--write-buffer-idle-merge`: nil keeps the engine's default (50 ms); `.some(nil)`
+    /// turns the merge once commits stop off. Set once, before any engine opens.
+    nonisolated(unsafe) static var writeBufferIdleMerge: Duration??
 
     /// `--background-checkpoints`: nil keeps the engine's default. Set once, before any
     /// engine opens.
