@@ -82,7 +82,8 @@ public struct Statistics: Sendable, Equatable {
     /// before the first.
     public var longestBackgroundCheckpointPause: Duration = .zero
     /// Write buffer merges this handle made beside the writer
-    /// (`Options.mergesWriteBufferInBackground`), a background checkpoint's included.
+    /// (`Options.mergesWriteBufferInBackground`), a background checkpoint's and those
+    /// started once commits stopped (`Options.writeBufferIdleMerge`) included.
     public var writeBufferMerges: UInt64 = 0
     /// Merges beside the writer that failed (a damaged page): the writer merged those
     /// buffers itself, and reported the damage.
