@@ -25,7 +25,10 @@ build() {
     mapfile -t strata < <(find Sources/Strata -name '*.swift' | sort)
     local sources=(Sources/StrataEngine/*.swift "${strata[@]}" Fuzz/StrataFuzz.swift)
     local newest
-    newest=$(ls -t "${sources[@]}" scripts/fuzz.sh | head -1)
+    # sed reads the whole list: `head -1` exits after one line, and `ls` writing the rest
+    # then dies of SIGPIPE, which pipefail turns into this script's exit status (141): CI's
+    # fuzz step failed that way, at random, with no output.
+    newest=$(ls -t "${sources[@]}" scripts/fuzz.sh | sed -n 1p)
     if [ -x "$BINARY" ] && [ "$BINARY" -nt "$newest" ]; then return; fi
     echo "building $BINARY (swiftc -sanitize=fuzzer,address; about 2 minutes)…" >&2
     local flags=(-parse-as-library -O -package-name Strata -I Sources/CLZ4 -I Sources/CPrefetch -I "$OUT")
