@@ -30,21 +30,17 @@ public final class WriteGate: Sendable {
 
     /// Waits for the gate and takes it.
     /// - Returns: false, at once, when the calling thread already holds it.
-    public func enter() -> Bool {
-        let me = Self.currentThread
-        if holder.load(ordering: .acquiring) == me { return false }
-        semaphore.wait()
-        holder.store(me, ordering: .releasing)
-        return true
-    }
+    public func enter() -> Bool { take(waitingUntil: .distantFuture) }
 
     /// Takes the gate if no thread holds it, without waiting: for background work that
     /// should give way to the writer rather than queue in front of it.
     /// - Returns: false when another thread, or the calling one, holds it.
-    public func tryEnter() -> Bool {
+    public func tryEnter() -> Bool { take(waitingUntil: .now()) }
+
+    private func take(waitingUntil deadline: DispatchTime) -> Bool {
         let me = Self.currentThread
         if holder.load(ordering: .acquiring) == me { return false }
-        guard semaphore.wait(timeout: .now()) == .success else { return false }
+        guard semaphore.wait(timeout: deadline) == .success else { return false }
         holder.store(me, ordering: .releasing)
         return true
     }
