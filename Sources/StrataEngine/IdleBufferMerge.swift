@@ -24,6 +24,8 @@ extension Database {
         // Commits written and not yet synced go out first: what is published next must not
         // hold a commit that is not durable.
         do { try settleHoldingGate() } catch { return .done }   // poisoned: the next write reports it
+        // A compaction that waited for commits to pause starts now.
+        compactInBackgroundIfDue(writer, commitsPaused: true)
         var changes = TreeChanges(trees: writer.latest.trees, mutator: TreeMutator(store: writer.store, owner: nextOwner()))
         if changes.installFinishedMerges(merges) {
             writer.latest = Snapshot(store: writer.store, trees: changes.trees, sequence: writer.latest.sequence)

@@ -52,6 +52,67 @@ struct AutoCompactionTests {
         try reopened.close()
     }
 
+    /// Rewrites 50 of 500 keys with values that do not compress (a checkpoint every six or
+    /// so rounds), then waits for a compaction it started.
+    private func rewriteSome(_ db: Database, round: Int) throws -> WriterCounters {
+        var generator = SeededGenerator(seed: UInt64(round))
+        try db.write { tx in
+            try tx.createTree("t", ifNotExists: true)
+            for i in 0 ..< 50 { try tx.put((0 ..< 12).flatMap { _ in withUnsafeBytes(of: generator.next()) { Array($0) } },
+                                           forKey: Key((round * 50 + i) % 500).bytes, in: "t") }
+        }
+        db.background.wait()
+        return db.writerCounters()
+    }
+
+    @Test("while commits keep coming, a due compaction waits for them to pause, unless the file reaches growth² its compacted size")
+    func dueCompactionWaitsForCommitsToPause() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var options = options(.init(growth: 3, minimumBytes: 4 << 10))
+        // A pause the test never leaves: the look it would start is run by hand.
+        options.writeBufferIdleMerge = .seconds(3600)
+        let db = try Database(path: directory.file(), options: options)
+        defer { try? db.close() }
+        var round = 0
+        func compactions() throws -> UInt64 { try db.statistics().backgroundCompactions }
+        // A new file's baseline is its header: the first compaction is overdue at once.
+        while try compactions() == 0, round < 100 {
+            round += 1
+            _ = try rewriteSome(db, round: round)
+        }
+        #expect(try compactions() == 1)
+
+        // Due (three times the compacted size) and not overdue at a checkpoint, where the
+        // policy is asked: it waits.
+        var baseline = db.writerCounters().compactedSize
+        var counters = db.writerCounters()
+        while counters.end < 3 * baseline || counters.checkpointSequence != counters.sequence, round < 200 {
+            round += 1
+            counters = try rewriteSome(db, round: round)
+        }
+        #expect(counters.end >= 3 * baseline && counters.end < 9 * baseline)
+        #expect(try compactions() == 1)
+
+        // The commits pause: the look starts it, and the file is back under three times its data.
+        _ = db.mergeBuffersWhileIdle()
+        db.background.wait()
+        #expect(try compactions() == 2)
+        let last = try #require(try db.statistics().lastBackgroundCompaction)
+        #expect(db.writerCounters().end < 3 * last.bytesAfter)
+
+        // Commits that never pause: compacted once the file reaches nine times its data.
+        baseline = db.writerCounters().compactedSize
+        while try compactions() == 2, round < 400 {
+            round += 1
+            _ = try rewriteSome(db, round: round)
+        }
+        #expect(try compactions() == 3)
+        let overdue = try #require(try db.statistics().lastBackgroundCompaction)
+        #expect(overdue.bytesBefore >= 9 * baseline)
+        #expect(try db.snapshot().count(in: "t") == 500)
+    }
+
     @Test("files under the policy's minimum size are left alone")
     func smallFilesAreLeftAlone() throws {
         let directory = TemporaryDirectory()
