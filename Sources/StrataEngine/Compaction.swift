@@ -74,11 +74,16 @@ extension Database {
             let owner = nextOwner()
             var carried = copiedUpTo
             var rounds = rounds
-            while rounds.another(tail: writerCounters().end - carried) {
+            // Where the old file ended when the last slice let the writers go; before the
+            // first, where it ended when the rounds stopped. (Counted from what the rounds
+            // carried instead, the first slice took the whole tail the rounds left: when a
+            // load outpaced them, a hold of 291 ms at 10M records.)
+            var endAtLastHold: UInt64
+            while true {
+                endAtLastHold = writerCounters().end
+                guard rounds.another(tail: endAtLastHold - carried) else { break }
                 carried = try target.carryOver(from: old, range: carried ..< carried + rounds.tail, owner: owner)
             }
-            // Where the old file ended when the last slice let the writers go.
-            var endAtLastHold = carried
             var longest = Duration.zero, holds = 0
             // The state the swap replaces (the old tree, its dirty nodes and cached pages):
             // freed after the writers are let go, on this thread (freed in the last hold it

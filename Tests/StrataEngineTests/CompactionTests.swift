@@ -137,13 +137,18 @@ struct CompactionTests {
         try reopened.close()
     }
 
-    /// One commit of 400 values of 800 bytes (~300 KB of log), each `number` repeated, under
-    /// the keys (number, 0) … (number, 399) of `tree`.
+    /// One commit of 400 values of 800 bytes that do not compress (~320 KB of value frames),
+    /// `blockValue(number, i)` under the keys (number, 0) … (number, 399) of `tree`.
     func commitBlock(numbered number: Int, to db: Database, tree: String) throws {
         try db.write { tx in
             try tx.createTree(tree, ifNotExists: true)
-            for i in 0 ..< 400 { try tx.put([UInt8](repeating: UInt8(number), count: 800), forKey: Key(number, i).bytes, in: tree) }
+            for i in 0 ..< 400 { try tx.put(blockValue(number, i), forKey: Key(number, i).bytes, in: tree) }
         }
+    }
+
+    func blockValue(_ number: Int, _ i: Int) -> [UInt8] {
+        var generator = SeededGenerator(seed: UInt64(number * 1000 + i))
+        return (0 ..< 100).flatMap { _ in withUnsafeBytes(of: generator.next()) { Array($0) } }
     }
 
     @Test("many commits during the copy are carried over in rounds beside the writers, then the rest while they wait")
@@ -162,7 +167,7 @@ struct CompactionTests {
         #expect(calls == 2)
         #expect(result.commitsCarriedOver == 2)
         #expect(try db.snapshot().count(in: "rounds") == 800)
-        #expect(try db.snapshot().get(Key(2, 399).bytes, in: "rounds") == [UInt8](repeating: 2, count: 800))
+        #expect(try db.snapshot().get(Key(2, 399).bytes, in: "rounds") == blockValue(2, 399))
         try db.close()
         let reopened = try Database(path: directory.file(), options: smallOptions())
         #expect(try reopened.snapshot().count(in: "rounds") == 800)
@@ -189,11 +194,13 @@ struct CompactionTests {
         }
         #expect(commits == 10)
         #expect(result.commitsCarriedOver == 10)
-        #expect(result.writerHolds > 1)
+        // A slice (64 KiB, and what the writers added since the last hold) at each hold, the
+        // first too: it once took the whole tail.
+        #expect(result.writerHolds >= 20)
         try db.close()
         let reopened = try Database(path: directory.file(), options: smallOptions())
         #expect(try reopened.snapshot().count(in: "sliced") == 4_000)
-        #expect(try reopened.snapshot().get(Key(9, 399).bytes, in: "sliced") == [UInt8](repeating: 9, count: 800))
+        #expect(try reopened.snapshot().get(Key(9, 399).bytes, in: "sliced") == blockValue(9, 399))
         #expect(try NumberedWorkload.content(of: reopened) == NumberedWorkload.states(through: 1)[1])
         try reopened.close()
     }
