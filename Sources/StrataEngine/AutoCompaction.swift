@@ -58,15 +58,20 @@ extension Database {
     /// Blocks until no background compaction (`Options.autoCompaction`) is running on this
     /// handle: before measuring the file, or before a command-line tool exits, so a
     /// compaction under way is finished rather than abandoned (an abandoned one is only
-    /// wasted work: the next writable open deletes its unfinished file).
+    /// wasted work: the next writable open deletes its unfinished file). A compaction that
+    /// is due but waits for commits to pause starts now, and is waited for too.
     ///
     /// ```swift
     /// try importAll(into: db)
     /// db.waitForBackgroundCompaction()
     /// ```
     public func waitForBackgroundCompaction() {
-        // A compaction that waits for commits to pause starts once they have.
-        idleWatch?.waitUntilSettled()
+        // Not by waiting for the pause: another thread may never stop committing. (The gate
+        // is not taken inside this thread's own transaction: nothing starts then.)
+        if !isReadOnly, gate.enter() {
+            if !isClosed() { compactInBackgroundIfDue(writer, commitsPaused: true) }
+            gate.leave()
+        }
         background.wait()
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import StrataEngine
 
@@ -65,33 +66,40 @@ struct AutoCompactionTests {
         return db.writerCounters()
     }
 
-    @Test("while commits keep coming, a due compaction waits for them to pause, unless the file reaches growth² its compacted size")
-    func dueCompactionWaitsForCommitsToPause() throws {
-        let directory = TemporaryDirectory()
-        defer { directory.remove() }
+    /// A handle compacting at three times its compacted size whose commits never pause
+    /// (its look comes an hour after the last), once compacted and then grown until a
+    /// compaction is due at a checkpoint: waiting for the pause. Returns it and its rounds.
+    private func dueAndWaiting(_ directory: TemporaryDirectory) throws -> (Database, round: Int) {
         var options = options(.init(growth: 3, minimumBytes: 4 << 10))
-        // A pause the test never leaves: the look it would start is run by hand.
         options.writeBufferIdleMerge = .seconds(3600)
         let db = try Database(path: directory.file(), options: options)
-        defer { try? db.close() }
         var round = 0
-        func compactions() throws -> UInt64 { try db.statistics().backgroundCompactions }
         // A new file's baseline is its header: the first compaction is overdue at once.
-        while try compactions() == 0, round < 100 {
+        while try db.statistics().backgroundCompactions == 0, round < 100 {
             round += 1
             _ = try rewriteSome(db, round: round)
         }
-        #expect(try compactions() == 1)
-
+        #expect(try db.statistics().backgroundCompactions == 1)
         // Due (three times the compacted size) and not overdue at a checkpoint, where the
-        // policy is asked: it waits.
-        var baseline = db.writerCounters().compactedSize
+        // policy is asked.
+        let baseline = db.writerCounters().compactedSize
         var counters = db.writerCounters()
         while counters.end < 3 * baseline || counters.checkpointSequence != counters.sequence, round < 200 {
             round += 1
             counters = try rewriteSome(db, round: round)
         }
         #expect(counters.end >= 3 * baseline && counters.end < 9 * baseline)
+        return (db, round)
+    }
+
+    @Test("while commits keep coming, a due compaction waits for them to pause, unless the file reaches growth² its compacted size")
+    func dueCompactionWaitsForCommitsToPause() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let (db, start) = try dueAndWaiting(directory)
+        var round = start
+        defer { try? db.close() }
+        func compactions() throws -> UInt64 { try db.statistics().backgroundCompactions }
         #expect(try compactions() == 1)
 
         // The commits pause: the look starts it, and the file is back under three times its data.
@@ -102,7 +110,7 @@ struct AutoCompactionTests {
         #expect(db.writerCounters().end < 3 * last.bytesAfter)
 
         // Commits that never pause: compacted once the file reaches nine times its data.
-        baseline = db.writerCounters().compactedSize
+        let baseline = db.writerCounters().compactedSize
         while try compactions() == 2, round < 400 {
             round += 1
             _ = try rewriteSome(db, round: round)
@@ -111,6 +119,27 @@ struct AutoCompactionTests {
         let overdue = try #require(try db.statistics().lastBackgroundCompaction)
         #expect(overdue.bytesBefore >= 9 * baseline)
         #expect(try db.snapshot().count(in: "t") == 500)
+    }
+
+    @Test("waitForBackgroundCompaction() starts a compaction waiting for a pause, while another thread keeps committing",
+          .timeLimit(.minutes(1)))
+    func waitingStartsTheWaitingCompaction() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let (db, round) = try dueAndWaiting(directory)
+        defer { try? db.close() }
+        let stop = Atomic<Bool>(false)
+        let committer = Thread {
+            var next = round
+            while !stop.load(ordering: .relaxed) {
+                next += 1
+                _ = try? self.rewriteSome(db, round: next)
+            }
+        }
+        committer.start()
+        db.waitForBackgroundCompaction()
+        stop.store(true, ordering: .relaxed)
+        #expect(try db.statistics().backgroundCompactions >= 2)
     }
 
     @Test("files under the policy's minimum size are left alone")
