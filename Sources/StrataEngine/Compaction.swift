@@ -112,7 +112,7 @@ extension Database {
                         // shrinks by a slice at every hold, however fast they commit. (Giving
                         // up on slices that did not gain, and carrying the rest in one hold,
                         // held a 10M-record load's writer for 2.4 s.)
-                        let added = writer.end - max(endAtLastHold, carried)
+                        let added = writer.end - endAtLastHold
                         carried = try target.carryOver(from: old, range: carried ..< writer.end, owner: owner,
                                                        stoppingAfter: CarryOverRounds.sliceBytes + added)
                         endAtLastHold = writer.end

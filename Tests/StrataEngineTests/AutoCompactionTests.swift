@@ -59,8 +59,7 @@ struct AutoCompactionTests {
         var generator = SeededGenerator(seed: UInt64(round))
         try db.write { tx in
             try tx.createTree("t", ifNotExists: true)
-            for i in 0 ..< 50 { try tx.put((0 ..< 12).flatMap { _ in withUnsafeBytes(of: generator.next()) { Array($0) } },
-                                           forKey: Key((round * 50 + i) % 500).bytes, in: "t") }
+            for i in 0 ..< 50 { try tx.put(generator.bytes(words: 12), forKey: Key((round * 50 + i) % 500).bytes, in: "t") }
         }
         db.background.wait()
         return db.writerCounters()
@@ -172,7 +171,7 @@ struct AutoCompactionTests {
 
     /// The next 200-byte value of `generator`: random bytes, which do not compress.
     private func value(_ generator: inout SeededGenerator) -> [UInt8] {
-        (0 ..< 25).flatMap { _ in withUnsafeBytes(of: generator.next()) { Array($0) } }
+        generator.bytes(words: 25)
     }
 
     /// Values of `value(_:)`, seeded by `round`, under `keys` (by default, all 2,000 of the

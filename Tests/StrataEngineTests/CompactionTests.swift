@@ -148,7 +148,7 @@ struct CompactionTests {
 
     func blockValue(_ number: Int, _ i: Int) -> [UInt8] {
         var generator = SeededGenerator(seed: UInt64(number * 1000 + i))
-        return (0 ..< 100).flatMap { _ in withUnsafeBytes(of: generator.next()) { Array($0) } }
+        return generator.bytes(words: 100)
     }
 
     @Test("many commits during the copy are carried over in rounds beside the writers, then the rest while they wait")

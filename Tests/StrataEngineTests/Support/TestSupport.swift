@@ -13,6 +13,11 @@ struct SeededGenerator: RandomNumberGenerator {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+
+    /// The next `words` × 8 bytes: random, so they do not compress.
+    mutating func bytes(words: Int) -> [UInt8] {
+        (0 ..< words).flatMap { _ in withUnsafeBytes(of: next()) { Array($0) } }
+    }
 }
 
 /// Sizes of the sweeps and crash loops. CI runs the defaults; set STRATA_STRESS=1 for the
