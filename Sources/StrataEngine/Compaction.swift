@@ -205,7 +205,7 @@ struct CompactionTarget {
         var copied: UInt64 = 0
         try Recovery.initialize(file, pageSize: snapshot.store.limits.pageSize)
         let header = try FileHeader.decode(try file.read(count: FileHeader.size, at: 0), path: file.path)
-        let store = PageStore(file: file, header: header, cacheBudget: options.cacheSize, replacing: snapshot.store)
+        let store = PageStore(file: file, header: header, cacheBudget: options.cacheSize)
         var appender = FrameAppender(file: file, salt: header.salt, position: FileHeader.dataStart)
         var record = CheckpointRecord(sequence: snapshot.sequence, timeMilliseconds: Database.now(), previous: nil, trees: [])
         var trees: [String: TreeState] = [:]

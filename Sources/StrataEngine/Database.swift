@@ -62,8 +62,6 @@ public final class Database: Sendable {
         /// stored out of line (over a quarter of a page) are cached in a budget of their own,
         /// a quarter of this one, so reading them never evicts a page of the tree. Both are
         /// ceilings, not allocations: the caches grow only with what is read or written.
-        /// They are the handle's, not a file's: while a compaction writes the new file,
-        /// the leaves it keeps share one budget with those the old file's tree keeps.
         /// Branches a checkpoint or compaction wrote are kept in memory outside the budget
         /// (a branch per hundred or so leaves). The leaves it wrote are kept in memory too,
         /// inside the budget, while they take at most three quarters of it

@@ -19,16 +19,11 @@ final class PageStore: Sendable {
     var path: String { file.path }
     var salt: UInt64 { header.salt }
 
-    /// - Parameter previous: The store of the file this one replaces (a compaction's), whose
-    ///   kept leaves' share of the budget this one shares: both files' trees live until the
-    ///   new one is in place and the old one's readers are done, and `cacheSize` is one
-    ///   handle's ceiling, not one file's. (Each with its own share, a compaction at 10M
-    ///   records kept a second copy of the tree in memory.)
-    init(file: any StorageFile, header: FileHeader, cacheBudget: Int, replacing previous: PageStore? = nil) {
+    init(file: any StorageFile, header: FileHeader, cacheBudget: Int) {
         self.file = file
         self.header = header
         self.limits = NodeLimits(pageSize: Int(header.pageSize))
-        let keptLeaves = previous?.keptLeaves ?? KeptLeaves(cacheBudget: FrameCache<Node>.budget(for: cacheBudget))
+        let keptLeaves = KeptLeaves(cacheBudget: FrameCache<Node>.budget(for: cacheBudget))
         self.keptLeaves = keptLeaves
         self.cache = FrameCache<Node>(budget: cacheBudget, sharingWith: keptLeaves)
         self.values = FrameCache<[UInt8]>(budget: cacheBudget / 4)

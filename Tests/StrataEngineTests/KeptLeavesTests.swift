@@ -93,19 +93,4 @@ struct KeptLeavesTests {
         try db.checkpoint()
         #expect(try db.statistics().keptLeafBytes == 0)
     }
-
-    @Test("a compaction's new file keeps leaves within what the old file's kept leaves leave of the one budget")
-    func compactionSharesTheKeptLeavesBudget() throws {
-        let cacheSize = 1 << 20
-        let db = try checkpointedDatabase(20_000, cacheSize: cacheSize, in: SimulatedFileSystem())
-        let old = try db.snapshot()   // holds the old file's tree, and its kept leaves, alive
-        #expect(old.store.keptLeaves.current > cacheSize / 4)
-        try db.compact()
-        let new = try db.snapshot()
-        #expect(new.store !== old.store)
-        let budgets = [old.store.keptLeaves, new.store.keptLeaves]
-        let distinct = budgets.reduce(into: [ObjectIdentifier: KeptLeaves]()) { $0[ObjectIdentifier($1)] = $1 }.values
-        #expect(distinct.reduce(0) { $0 + $1.current } <= cacheSize / 4 * 3)
-        for i in stride(from: 0, to: 20_000, by: 7) { #expect(try new.get(Key(i).bytes, in: "t") == Self.value) }
-    }
 }
