@@ -67,7 +67,7 @@ extension Database {
         // is not taken inside this thread's own transaction: nothing starts then.)
         if !isReadOnly, gate.enter() {
             if !isClosed() { compactInBackgroundIfDue(writer, commitsPaused: true) }
-            gate.leave()
+            leaveGate()
         }
         background.wait()
     }

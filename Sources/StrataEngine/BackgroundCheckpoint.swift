@@ -170,7 +170,7 @@ extension Database {
     private func placeCheckpointFrames(_ frames: inout [UInt8], starts: [Int], store: PageStore) throws -> UInt64 {
         checkpointPass.testHooks.withLock { $0.beforeEachBatch }?()
         try enterGate()
-        defer { gate.leave() }
+        defer { leaveGate() }
         guard !isClosed(), !checkpointPass.isCancelled, writer.store === store else { throw CheckpointPassStopped() }
         try checkWritable()
         let base = writer.end
@@ -197,7 +197,7 @@ extension Database {
                                       merges: [[String: BufferMerge]]) throws -> Bool {
         checkpointPass.testHooks.withLock { $0.beforeFinishing }?()
         try enterGate()
-        defer { gate.leave() }
+        defer { leaveGate() }
         guard !isClosed(), !checkpointPass.isCancelled, writer.store === store else { return false }
         try checkWritable()
         let held = ContinuousClock.now

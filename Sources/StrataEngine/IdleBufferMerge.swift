@@ -19,7 +19,7 @@ extension Database {
     func mergeBuffersWhileIdle() -> IdleMergeStep {
         guard let merges = bufferMerges else { return .done }
         guard gate.tryEnter() else { return .again }
-        defer { gate.leave() }
+        defer { leaveGate() }
         guard !isClosed(), writer.poison == nil else { return .done }
         // Commits written and not yet synced go out first: what is published next must not
         // hold a commit that is not durable.

@@ -192,13 +192,21 @@ enum TreeWalker {
 }
 
 extension Database {
-    /// The counters of this handle.
+    /// The counters of this handle, without waiting for a writer: the commit sequence,
+    /// log and checkpoint figures are those of the last transaction, checkpoint or
+    /// compaction step that finished (inside this thread's own write transaction, as they
+    /// are in it), so a thread polling them beside a load never queues behind it.
+    ///
+    /// ```swift
+    /// let statistics = try db.statistics()
+    /// print(statistics.commitSequence, statistics.logBytesSinceCheckpoint, statistics.cacheHits)
+    /// ```
     ///
     /// - Returns: Counts of trees and entries, cache hits and misses, commits and checkpoints.
     /// - Throws: `StrataError.closed` after `close()`.
     public func statistics() throws -> Statistics {
         let snapshot = try snapshot()
-        let writer = writerCounters()
+        let writer = lastWriterCounters()
         let cache = snapshot.store.cache.counters, values = snapshot.store.values.counters
         let compacted = background.counters
         let checkpointed = checkpointPass.counters

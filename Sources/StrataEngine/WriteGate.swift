@@ -85,6 +85,9 @@ public final class WriteGate: Sendable {
         next?.signal()
     }
 
+    /// Whether the calling thread holds the gate.
+    public var isHeldByCurrentThread: Bool { holder.load(ordering: .acquiring) == Self.currentThread }
+
     /// Threads waiting for the gate now (for tests of the order they are served in).
     var waitingCount: Int { state.withLock { $0.waiting.count } }
 

@@ -61,4 +61,26 @@ struct WriteGateTests {
         writerDone.wait()
         #expect(sequences == sequences.sorted())
     }
+
+    @Test("statistics() does not wait for a write transaction under way, and reports the commits before it", .timeLimit(.minutes(1)))
+    func statisticsDoNotWaitForTheWriter() throws {
+        let database = try Database(path: "/g.strata", options: smallOptions(), fileSystem: SimulatedFileSystem())
+        try database.write { try $0.createTree("t") }
+        let before = try database.statistics().commitSequence
+        let inTransaction = DispatchSemaphore(value: 0), finish = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        Thread {
+            try? database.write { tx in
+                try tx.put([1], forKey: Key(1).bytes, in: "t")
+                #expect(try database.statistics().commitSequence == before)   // the writer's own view
+                inTransaction.signal()
+                finish.wait()
+            }
+            done.signal()
+        }.start()
+        inTransaction.wait()
+        #expect(try database.statistics().commitSequence == before)
+        finish.signal()
+        done.wait()
+        #expect(try database.statistics().commitSequence == before + 1)
+    }
 }
