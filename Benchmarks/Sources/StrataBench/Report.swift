@@ -103,11 +103,11 @@ struct Report: Codable {
         func limit(_ name: String) -> Double? { limits.first { $0.name == name }?.value }
         for engine in ["strata", "strata-typed"] {
             guard let commits = value("W1", "commit.durable", engine) else { continue }
-            // The limit measured beside the op when there is one (`commit.durable.limit`);
+            // The limit measured in turns with the op when there is one (`commit.durable.limit`);
             // the run's start-of-run limits follow for comparison.
             var parts: [String] = []
             if let beside = value("W1", "commit.durable.limit", engine) {
-                parts.append(String(format: "%.2f of write+fdatasync preallocated, measured beside it", commits / beside))
+                parts.append(String(format: "%.2f of write+fdatasync preallocated, measured in turns with it", commits / beside))
             }
             if let overwrite = limit(LimitName.overwriteSync), let append = limit(LimitName.appendSync) {
                 parts.append(String(format: "%.2f of the start-of-run limit, %.2f of appending", commits / overwrite, commits / append))

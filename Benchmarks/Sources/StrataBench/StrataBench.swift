@@ -80,6 +80,9 @@ struct StrataBench: ParsableCommand {
     @Flag(help: "No progress on stderr.")
     var quiet = false
 
+    @Flag(help: "Print where Strata's memory goes to stderr every two seconds (resident set, malloc, cache, kept leaves).")
+    var traceMemory = false
+
     @Option(help: .hidden)
     var follow: String?
 
@@ -147,6 +150,7 @@ struct StrataBench: ParsableCommand {
         if let crashLoad { return try CrashLoad.load(crashLoad, records: crashRecords) }
         if let timeOpen { return try StrataKV.timeReadOnlyOpen(timeOpen) }
         if noAutoCompaction { StrataKV.autoCompaction = nil }
+        if traceMemory { MemoryTrace.start() }
         let directory = dir ?? NSTemporaryDirectory() + "strata-bench-\(ProcessInfo.processInfo.processIdentifier)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let progress = Progress(enabled: !quiet)

@@ -67,6 +67,7 @@ final class StrataKV: KeyValueStore {
         try database.write { tx in
             for space in KeySpace.allCases { try tx.createTree(Self.tree(space), ifNotExists: true) }
         }
+        MemoryTrace.shared?.watch(database)
     }
 
     static func tree(_ space: KeySpace) -> String {
@@ -87,6 +88,7 @@ final class StrataKV: KeyValueStore {
     func reopen() throws {
         try database.close()
         database = try Database(path: path, options: Self.options())
+        MemoryTrace.shared?.watch(database)
     }
 
     func compact() throws -> Bool {
