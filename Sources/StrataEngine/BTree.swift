@@ -8,7 +8,7 @@ struct TreeMutator {
     let owner: UInt64
     var limits: NodeLimits { store.limits }
 
-    private func mutable(_ leaf: LeafNode) -> LeafNode { leaf.owner == owner ? leaf : leaf.copy(owner: owner) }
+    private func mutable(_ leaf: LeafNode) -> LeafNode { leaf.owner == owner ? leaf : leaf.copy(owner: owner, limits: limits) }
     private func mutable(_ branch: BranchNode) -> BranchNode { branch.owner == owner ? branch : branch.copy(owner: owner) }
 
     /// The root of a tree that was empty, holding `key` alone.

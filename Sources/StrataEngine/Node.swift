@@ -173,10 +173,14 @@ final class LeafNode: @unchecked Sendable {
         if let keptIn { keptIn.budget.release(keptIn.cost) }
     }
 
-    /// A copy for the transaction `owner` to change, with room for a few more entries.
+    /// A copy for the transaction `owner` to change, with room to fill its page: a leaf
+    /// splits once it passes `pageSize`, so its bytes never need more than a page and the
+    /// entry that passed it, and the array never grows again.
     /// (Sharing the arrays until the first change copied each into twice its capacity: a
     /// page read from disk is exactly full, so every changed leaf held 8 KiB for a 4 KiB
-    /// page, and kept it in the cache after its checkpoint.)
+    /// page, and kept it in the cache after its checkpoint. With room for 256 bytes, a
+    /// buffer merge's few puts per leaf, ~400 bytes in W1's, grew the copy again to twice
+    /// its capacity, a second allocation and copy of every leaf a merge changed.)
     ///
     /// The arrays are copied from the element addresses this leaf keeps (`bytes`,
     /// `startsBase`, the heads' probe), never through the arrays themselves: reading an
@@ -185,12 +189,16 @@ final class LeafNode: @unchecked Sendable {
     /// engine's puts. In a large tree the source is cold either way: perf of insert.batch
     /// at 1M showed the releases at a tenth of the load's samples before, and the copy's
     /// first reads of the source waiting for those lines after.)
-    func copy(owner: UInt64) -> LeafNode {
+    func copy(owner: UInt64, limits: NodeLimits) -> LeafNode {
         assert(heads.count == starts.count, "a leaf keeps one head per entry")
-        return LeafNode(owner: owner, storage: [UInt8](copying: bytes.count, at: bytes.baseAddress, room: 256),
+        return LeafNode(owner: owner, storage: [UInt8](copying: bytes.count, at: bytes.baseAddress, room: Self.room(after: bytes.count, limits: limits)),
                         starts: [UInt32](copying: heads.count, at: startsBase, room: 8), heads: KeyHeads(copying: heads.probe, room: 8),
                         pageBytes: pageBytes)
     }
+
+    /// The bytes to reserve beyond `count` in a leaf's storage so that it fills its page
+    /// without growing: up to the page size and one more small entry, at least 256.
+    static func room(after count: Int, limits: NodeLimits) -> Int { max(256, limits.pageSize + 256 - count) }
 
     var count: Int { starts.count }
 
@@ -450,6 +458,9 @@ final class LeafNode: @unchecked Sendable {
     func splitOff(from index: Int, owner: UInt64, limits: NodeLimits) -> LeafNode {
         let right = LeafNode(owner: owner)
         let cut = Int(starts[index])
+        // Room to fill a page, as a copy has (`copy(owner:limits:)`): the half grows by puts.
+        let moved = 1 + storage.count - cut
+        right.storage.reserveCapacity(moved + Self.room(after: moved, limits: limits))
         right.storage.append(contentsOf: storage[cut...])
         right.starts = starts[index...].map { $0 - UInt32(cut) + 1 }
         right.heads = heads.splitOff(at: index)

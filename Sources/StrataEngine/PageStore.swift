@@ -120,9 +120,11 @@ final class PageStore: Sendable {
 
     static func cost(ofValue value: [UInt8]) -> Int { value.count + 64 }
 
+    /// The bytes `node` holds: a leaf's storage counted by its capacity, which a changed
+    /// leaf reserves up to a full page (`LeafNode.copy(owner:limits:)`).
     static func cost(of node: Node) -> Int {
         switch node {
-        case .leaf(let leaf): return leaf.storage.count + leaf.starts.count * (4 + 8) + 64
+        case .leaf(let leaf): return leaf.storage.capacity + leaf.starts.count * (4 + 8) + 64
         case .branch(let branch): return branch.pageBytes + branch.childCount * 16 + 64
         }
     }
