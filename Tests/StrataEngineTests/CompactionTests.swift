@@ -205,6 +205,37 @@ struct CompactionTests {
         try reopened.close()
     }
 
+    @Test("slices do not each wait for a sync of the new file: it is synced beside the writers once a mebibyte is carried")
+    func slicesShareSyncs() throws {
+        let fs = SimulatedFileSystem()
+        let db = try Database(path: "/s.strata", options: smallOptions(), fileSystem: fs)
+        try filled(db, numbered: 1)
+        let syncs = Atomic<Int>(0)
+        @Sendable func countSyncs() {
+            syncs.add(1, ordering: .relaxed)
+            fs.beforeNextSync = countSyncs
+        }
+        var commits = 0
+        let result = try db.compactions.withLock { _ in
+            try db.compactHoldingTurn(progress: { _, _ in
+                guard commits == 0 else { return }
+                for t in 0 ..< 10 {
+                    try? commitBlock(numbered: t, to: db, tree: "sliced")
+                    commits += 1
+                }
+                fs.beforeNextSync = countSyncs   // the copy's own syncs and the holds' from here
+            }, rounds: CarryOverRounds(maxRounds: 0))
+        }
+        #expect(result.writerHolds >= 20)
+        // A sync before each slice was one per hold: every commit the writers made during it
+        // was carried by the next hold, which then held them back as long.
+        #expect(syncs.load(ordering: .relaxed) < result.writerHolds / 2)
+        try db.close()
+        let reopened = try Database(path: "/s.strata", options: smallOptions(), fileSystem: fs)
+        #expect(try reopened.snapshot().count(in: "sliced") == 4_000)
+        try reopened.close()
+    }
+
     @Test("a writer thread committing all through two compactions loses no acknowledged commit")
     func concurrentWriterLosesNothing() throws {
         let directory = TemporaryDirectory()
