@@ -174,6 +174,24 @@ struct CompactionTests {
         try reopened.close()
     }
 
+    /// Compacts `db` with no rounds beside the writers (as when a bulk load outpaces them):
+    /// ten blocks committed during the copy, ~3 MiB of log, are left to the holds. `committed`
+    /// is called after each block, `afterCommits` after the last.
+    func compactInSlices(_ db: Database, committed: @escaping () -> Void = {}, afterCommits: @escaping () -> Void = {}) throws -> CompactionResult {
+        var started = false
+        return try db.compactions.withLock { _ in
+            try db.compactHoldingTurn(progress: { _, _ in
+                guard !started else { return }
+                started = true
+                for t in 0 ..< 10 {
+                    try? commitBlock(numbered: t, to: db, tree: "sliced")
+                    committed()
+                }
+                afterCommits()
+            }, rounds: CarryOverRounds(maxRounds: 0))
+        }
+    }
+
     @Test("commits the rounds beside the writers leave are carried in slices, each holding writers back, and none is lost")
     func restIsCarriedInSlices() throws {
         let directory = TemporaryDirectory()
@@ -181,17 +199,7 @@ struct CompactionTests {
         let db = try Database(path: directory.file(), options: smallOptions())
         try filled(db, numbered: 1)
         var commits = 0
-        // No rounds beside the writers (as when a bulk load outpaces them): every commit made
-        // during the copy, ~3 MiB of log, is left to the holds.
-        let result = try db.compactions.withLock { _ in
-            try db.compactHoldingTurn(progress: { _, _ in
-                guard commits == 0 else { return }
-                for t in 0 ..< 10 {
-                    try? commitBlock(numbered: t, to: db, tree: "sliced")
-                    commits += 1
-                }
-            }, rounds: CarryOverRounds(maxRounds: 0))
-        }
+        let result = try compactInSlices(db, committed: { commits += 1 })
         #expect(commits == 10)
         #expect(result.commitsCarriedOver == 10)
         // A slice (64 KiB, and what the writers added since the last hold) at each hold, the
@@ -215,17 +223,7 @@ struct CompactionTests {
             syncs.add(1, ordering: .relaxed)
             fs.beforeNextSync = countSyncs
         }
-        var commits = 0
-        let result = try db.compactions.withLock { _ in
-            try db.compactHoldingTurn(progress: { _, _ in
-                guard commits == 0 else { return }
-                for t in 0 ..< 10 {
-                    try? commitBlock(numbered: t, to: db, tree: "sliced")
-                    commits += 1
-                }
-                fs.beforeNextSync = countSyncs   // the copy's own syncs and the holds' from here
-            }, rounds: CarryOverRounds(maxRounds: 0))
-        }
+        let result = try compactInSlices(db, afterCommits: { fs.beforeNextSync = countSyncs })   // the copy's own syncs and the holds' from here
         #expect(result.writerHolds >= 20)
         // A sync before each slice was one per hold: every commit the writers made during it
         // was carried by the next hold, which then held them back as long.
