@@ -3,8 +3,16 @@ import Foundation
 
 /// liblz4 block compression, used for frame payloads when it pays.
 enum LZ4 {
-    /// Compresses `source`, returning nil when the result would not save at least 1/8 of
-    /// the input (the frame then stores the raw bytes).
+    /// The most bytes compressing `count` bytes can take (`LZ4_compressBound`); nil past
+    /// what liblz4 takes.
+    static func compressedBound(_ count: Int) -> Int? {
+        count <= Int(LZ4_MAX_INPUT_SIZE) ? Int(LZ4_compressBound(Int32(count))) : nil
+    }
+
+    /// Compresses `source` into `destination`, which holds at least
+    /// `compressedBound(source.count)` bytes, and returns the compressed length; nil when
+    /// the result would not save at least 1/8 of the input (the frame then stores the raw
+    /// bytes), and then `destination` holds nothing to use.
     ///
     /// Each call compresses one independent block with a reused state, in one of two ways
     /// by its size (both write the same block format; readers cannot tell them apart):
@@ -18,26 +26,21 @@ enum LZ4 {
     ///   documents 1.34× the speed and 3.9% smaller output, on 1 KiB 1.08× and 5.7% smaller;
     ///   at 512 bytes the clear costs more than it saves (C against liblz4 1.9.4, this
     ///   machine). A W2 load spent 73% of its instructions compressing documents.
-    static func compressIfSmaller(_ source: UnsafeRawBufferPointer) -> [UInt8]? {
-        guard source.count >= 64, source.count <= Int(LZ4_MAX_INPUT_SIZE) else { return nil }
-        let bound = Int(LZ4_compressBound(Int32(source.count)))
+    static func compressIfSmaller(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) -> Int? {
+        guard source.count >= 64, let bound = compressedBound(source.count), destination.count >= bound else { return nil }
         let limit = source.count - source.count / 8
-        var out = [UInt8](repeating: 0, count: bound)
         let whole = source.count >= wholeStateSize
         guard let written = streams.withStream({ stream in
-            out.withUnsafeMutableBytes { dst in
-                let from = source.baseAddress!.assumingMemoryBound(to: CChar.self)
-                let to = dst.baseAddress!.assumingMemoryBound(to: CChar.self)
-                if whole {
-                    return LZ4_compress_fast_extState(UnsafeMutableRawPointer(stream), from, to, Int32(source.count), Int32(bound), 1)
-                }
-                LZ4_resetStream_fast(stream)
-                return LZ4_compress_fast_continue(stream, from, to, Int32(source.count), Int32(bound), 1)
+            let from = source.baseAddress!.assumingMemoryBound(to: CChar.self)
+            let to = destination.baseAddress!.assumingMemoryBound(to: CChar.self)
+            if whole {
+                return LZ4_compress_fast_extState(UnsafeMutableRawPointer(stream), from, to, Int32(source.count), Int32(bound), 1)
             }
+            LZ4_resetStream_fast(stream)
+            return LZ4_compress_fast_continue(stream, from, to, Int32(source.count), Int32(bound), 1)
         }) else { return nil }
         guard written > 0, Int(written) <= limit else { return nil }
-        out.removeLast(out.count - Int(written))
-        return out
+        return Int(written)
     }
 
     /// The size from which a block is compressed with a cleared state (see `compressIfSmaller`).
