@@ -307,7 +307,6 @@ struct CompactionTarget {
     /// write none.
     ///
     /// - Returns: Whether it wrote zeros (which want a sync beside the writers).
-    @discardableResult
     mutating func preallocate() throws -> Bool {
         guard options.durability == .full, allocatedEnd < state.end + CarryOverRounds.sliceBytes else { return false }
         let from = max(state.end, allocatedEnd)

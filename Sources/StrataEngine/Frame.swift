@@ -180,19 +180,17 @@ enum Frame {
             let frame = UnsafeMutableRawBufferPointer(buffer)
             let body = UnsafeMutableRawBufferPointer(rebasing: frame[FrameHeader.size...])
             let compressed = compress ? LZ4.compressIfSmaller(payload, into: body) : nil
-            if compressed == nil, let source = payload.baseAddress {
-                body.baseAddress!.copyMemory(from: source, byteCount: payload.count)
-            }
-            let stored = compressed ?? payload.count
-            frame.storeBytes(of: UInt64(0), toByteOffset: 0, as: UInt64.self)   // the checksum, set by `seal`
-            frame[8] = FrameHeader.magic.0
-            frame[9] = FrameHeader.magic.1
-            frame[10] = type.rawValue
-            frame[11] = compressed == nil ? 0 : FrameHeader.compressedFlag
-            frame.storeBytes(of: UInt32(stored).littleEndian, toByteOffset: 12, as: UInt32.self)
-            frame.storeBytes(of: UInt32(payload.count).littleEndian, toByteOffset: 16, as: UInt32.self)
-            frame.storeBytes(of: UInt32(0), toByteOffset: 20, as: UInt32.self)   // pendingBefore, set by `seal`
-            count = FrameHeader.size + stored
+            var writer = InPlaceWriter(frame)
+            writer.littleEndian(UInt64(0))   // the checksum, set by `seal`
+            writer.u8(FrameHeader.magic.0)
+            writer.u8(FrameHeader.magic.1)
+            writer.u8(type.rawValue)
+            writer.u8(compressed == nil ? 0 : FrameHeader.compressedFlag)
+            writer.littleEndian(UInt32(compressed ?? payload.count))
+            writer.littleEndian(UInt32(payload.count))
+            writer.littleEndian(UInt32(0))   // pendingBefore, set by `seal`
+            if compressed == nil { writer.raw(payload) }
+            count = FrameHeader.size + (compressed ?? payload.count)
         }
     }
 

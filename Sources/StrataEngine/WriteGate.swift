@@ -40,8 +40,7 @@ public final class WriteGate: Sendable {
     /// Waits for the gate, behind every thread already waiting, and takes it.
     /// - Returns: false, at once, when the calling thread already holds it.
     public func enter() -> Bool {
-        let me = Self.currentThread
-        if holder.load(ordering: .acquiring) == me { return false }
+        if isHeldByCurrentThread { return false }
         let turn: DispatchSemaphore? = state.withLock { s in
             guard s.held else {
                 s.held = true
@@ -53,7 +52,7 @@ public final class WriteGate: Sendable {
         }
         // `leave()` passes the gate on held: nothing can take it between its signal and here.
         turn?.wait()
-        holder.store(me, ordering: .releasing)
+        holder.store(Self.currentThread, ordering: .releasing)
         return true
     }
 
