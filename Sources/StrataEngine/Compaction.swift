@@ -284,7 +284,7 @@ struct CompactionTarget {
                 }
             }
             bytes += values.bytes
-            bytes += Frame.encode(.log, payload: log.payload(sequence: batch.sequence, timeMilliseconds: batch.timeMilliseconds),
+            bytes += Frame.encode(.log, payload: log.takePayload(sequence: batch.sequence, timeMilliseconds: batch.timeMilliseconds),
                                   offset: values.end, salt: state.store.salt, compress: true)
             commitsCarriedOver += 1
         }

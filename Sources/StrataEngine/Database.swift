@@ -559,11 +559,11 @@ public final class Database: Sendable {
     /// durability it returns the commit's sequence, for `waitUntilDurable`, which syncs and
     /// publishes it; otherwise it syncs (`.full`, older files) or not (`.relaxed`),
     /// publishes the new state and returns nil. Called by
-    /// `WriteTransaction.commit()` with the gate held.
-    func commit(log: LogBatchWriter, values: PendingValueFrames?, trees: [String: TreeState]) throws -> UInt64? {
+    /// `WriteTransaction.commit()` with the gate held; the log's payload is taken from it.
+    func commit(log: inout LogBatchWriter, values: PendingValueFrames?, trees: [String: TreeState]) throws -> UInt64? {
         try checkWritable()
         let sequence = writer.sequence + 1
-        let payload = log.payload(sequence: sequence, timeMilliseconds: Self.now())
+        let payload = log.takePayload(sequence: sequence, timeMilliseconds: Self.now())
         guard payload.count <= FrameHeader.maxPayload else {
             throw StrataError.valueTooLarge(size: payload.count, limit: FrameHeader.maxPayload)
         }

@@ -498,7 +498,7 @@ public final class WriteTransaction: TreeReading {
         let written: UInt64?
         do {
             if let policy = changes.buffer { try changes.settleBuffers(policy: policy, newOwner: database.nextOwner) }
-            written = try database.commit(log: log, values: values, trees: changes.trees)
+            written = try database.commit(log: &log, values: values, trees: changes.trees)
         } catch {
             releasePendingValues(committed: false)
             database.finishWrite()

@@ -151,7 +151,7 @@ struct FrameTests {
             log.delete(tree: "a", key: k)
             _ = try #require(Optional(0))
         } }
-        let payload = log.payload(sequence: 5, timeMilliseconds: 1234)
+        let payload = log.takePayload(sequence: 5, timeMilliseconds: 1234)
         var seen: [String] = []
         let header = try LogBatchReader.read(payload, context: CorruptionContext(path: "", offset: 9_120, structure: "log")) { op in
             switch op {
@@ -177,7 +177,7 @@ struct FrameTests {
             crafted.put(tree: "a", key: k, storedAt: FrameAddress(offset: .max - 10, length: 5_024), length: 5_000)
         }
         #expect(throws: StrataError.self) {
-            try LogBatchReader.read(crafted.payload(sequence: 1, timeMilliseconds: 0), context: CorruptionContext(path: "", offset: 9_120, structure: "log")) { _ in }
+            try LogBatchReader.read(crafted.takePayload(sequence: 1, timeMilliseconds: 0), context: CorruptionContext(path: "", offset: 9_120, structure: "log")) { _ in }
         }
 
         let record = CheckpointRecord(sequence: 9, timeMilliseconds: 5, previous: FrameAddress(offset: 4096, length: 40),

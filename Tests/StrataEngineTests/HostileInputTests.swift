@@ -56,7 +56,7 @@ struct HostileInputTests {
         let crafted = Self.craftedCompressedFrame(rawLength: 1 << 31, offset: end, salt: salt)
         var next = LogBatchWriter()
         [UInt8]([2]).withUnsafeBytes { value in Key(2).bytes.withUnsafeBytes { next.put(tree: "t", key: $0, value: value) } }
-        let following = Frame.encode(.log, payload: next.payload(sequence: 4, timeMilliseconds: 0), offset: end + UInt64(crafted.count), salt: salt, compress: false)
+        let following = Frame.encode(.log, payload: next.takePayload(sequence: 4, timeMilliseconds: 0), offset: end + UInt64(crafted.count), salt: salt, compress: false)
         try overwrite(path, at: end, with: crafted + following)
         #expect {
             try Database(path: path)
@@ -80,7 +80,7 @@ struct HostileInputTests {
         try db.close()
         var batch = LogBatchWriter()
         [UInt8]([1]).withUnsafeBytes { value in Key(1).bytes.withUnsafeBytes { batch.put(tree: "no such tree", key: $0, value: value) } }
-        let frame = Frame.encode(.log, payload: batch.payload(sequence: 2, timeMilliseconds: 0), offset: end, salt: salt, compress: false)
+        let frame = Frame.encode(.log, payload: batch.takePayload(sequence: 2, timeMilliseconds: 0), offset: end, salt: salt, compress: false)
         try overwrite(path, at: end, with: frame)
         #expect {
             try Database(path: path)
