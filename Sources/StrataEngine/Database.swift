@@ -212,6 +212,10 @@ public final class Database: Sendable {
     /// The merges of write buffers `Options.mergesWriteBufferInBackground` runs on a thread
     /// of their own; nil when the writer merges them itself.
     let bufferMerges: BackgroundBufferMerges?
+    /// Commits that have left the gate and not yet returned: waiting for their sync, or
+    /// releasing the state their publish replaced. Their writers are at work still
+    /// (`mergeBuffersWhileIdle`).
+    let commitsFinishing = Atomic<Int>(0)
     /// When commits stop, merges what the write buffers hold (`Options.writeBufferIdleMerge`).
     let idleWatch: IdleWatch?
     let openReport: OpenReport
@@ -922,6 +926,9 @@ final class WriterState: @unchecked Sendable {
     /// the background after opening; until then, the end at opening): what
     /// `Options.autoCompaction` measures growth against.
     var compactedSize: UInt64
+    /// The entries the trees held when `compactedSize` was taken: at opening, or after the
+    /// handle's last compaction.
+    var compactedEntries: UInt64
     /// How long the handle's last checkpoint took, from the start of its work to its slot,
     /// and the pages it wrote (`BackgroundCheckpoints.whenCommitsAreSparse`); nil before
     /// the first.
@@ -943,6 +950,7 @@ final class WriterState: @unchecked Sendable {
         end = state.end
         allocatedEnd = state.end
         compactedSize = state.end
+        compactedEntries = Self.entries(of: state.trees)
         sequence = state.sequence
         checkpoint = state.checkpoint
         checkpointSequence = state.checkpointSequence
@@ -951,11 +959,25 @@ final class WriterState: @unchecked Sendable {
         latest = Snapshot(store: state.store, trees: state.trees, sequence: state.sequence)
     }
 
+    /// The entries the trees hold now over those they held at `compactedSize`, for
+    /// `AutoCompaction.isOverdue`; 1 when they held none.
+    var entryGrowthSinceCompaction: Double {
+        guard compactedEntries > 0 else { return 1 }
+        return Double(Self.entries(of: latest.trees)) / Double(compactedEntries)
+    }
+
+    /// The entries of `trees` together, a tree's count below zero (`TreeState.entryCount`,
+    /// while buffered writes are unresolved) taken as none.
+    private static func entries(of trees: [String: TreeState]) -> UInt64 {
+        trees.values.reduce(0) { total, tree in total &+ (tree.entryCount > UInt64(Int64.max) ? 0 : tree.entryCount) }
+    }
+
     func adopt(_ state: RecoveredState) {
         store = state.store
         end = state.end
         allocatedEnd = state.end
         compactedSize = state.end
+        compactedEntries = Self.entries(of: state.trees)
         sequence = state.sequence
         checkpoint = state.checkpoint
         checkpointSequence = state.checkpointSequence

@@ -91,7 +91,7 @@ struct AutoCompactionTests {
         return (db, round)
     }
 
-    @Test("while commits keep coming, a due compaction waits for them to pause, unless the file reaches growth² its compacted size")
+    @Test("while commits keep coming, a due compaction waits for them to pause, unless the file reaches growth² its live data")
     func dueCompactionWaitsForCommitsToPause() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
@@ -118,6 +118,51 @@ struct AutoCompactionTests {
         let overdue = try #require(try db.statistics().lastBackgroundCompaction)
         #expect(overdue.bytesBefore >= 9 * baseline)
         #expect(try db.snapshot().count(in: "t") == 500)
+    }
+
+    @Test("while commits keep coming, a load's growing data puts off the overdue point, by at most growth times")
+    func overduePointGrowsWithTheEntries() {
+        let policy = Database.AutoCompaction(growth: 2, minimumBytes: 1 << 20)
+        let baseline: UInt64 = 100 << 20
+        // Entries as at the compaction: growth² times its size, as for rewrites.
+        #expect(!policy.isOverdue(size: 399 << 20, baseline: baseline, entryGrowth: 1))
+        #expect(policy.isOverdue(size: 400 << 20, baseline: baseline, entryGrowth: 1))
+        // Half again as many entries: half again as much live data.
+        #expect(!policy.isOverdue(size: 599 << 20, baseline: baseline, entryGrowth: 1.5))
+        #expect(policy.isOverdue(size: 600 << 20, baseline: baseline, entryGrowth: 1.5))
+        // Ten times the entries counts as growth times: growth³ the compacted size at most.
+        #expect(policy.isOverdue(size: 800 << 20, baseline: baseline, entryGrowth: 10))
+        // Fewer entries than then do not bring it sooner.
+        #expect(!policy.isOverdue(size: 399 << 20, baseline: baseline, entryGrowth: 0.5))
+        // Nor does any estimate bring a file under the minimum.
+        #expect(!policy.isOverdue(size: 900 << 10, baseline: 100 << 10, entryGrowth: 1))
+    }
+
+    @Test("the writer measures entry growth from its last compaction")
+    func entryGrowthCountsFromTheLastCompaction() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        // Unbuffered, so that every put is counted at its commit (buffered puts into a tree
+        // the last commit shares are counted once merged).
+        var unbuffered = options(nil)
+        unbuffered.writeBufferEntries = nil
+        let db = try Database(path: directory.file(), options: unbuffered)
+        defer { try? db.close() }
+        func put(_ keys: Range<Int>) throws {
+            try db.write { tx in
+                try tx.createTree("t", ifNotExists: true)
+                for i in keys { try tx.put([1, 2, 3], forKey: Key(i).bytes, in: "t") }
+            }
+        }
+        // A new file held no entries: nothing to measure growth from.
+        try put(0 ..< 100)
+        #expect(try db.withWriter { $0.entryGrowthSinceCompaction } == 1)
+        _ = try db.compact()
+        try put(100 ..< 300)
+        #expect(try db.withWriter { $0.entryGrowthSinceCompaction } == 3)
+        // Rewriting keys adds none.
+        try put(0 ..< 300)
+        #expect(try db.withWriter { $0.entryGrowthSinceCompaction } == 3)
     }
 
     @Test("waitForBackgroundCompaction() starts a compaction waiting for a pause, while another thread keeps committing",

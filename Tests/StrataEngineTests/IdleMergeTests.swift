@@ -61,7 +61,7 @@ struct IdleMergeTests {
     func openTransactionDefersTheMerge() throws {
         let db = try Self.buffered(idleMerge: nil)
         let tx = try db.beginWrite()
-        #expect(db.mergeBuffersWhileIdle() == .again, "the writer is busy: no waiting for it")
+        #expect(db.mergeBuffersWhileIdle() == .writerBusy, "the writer is busy: no waiting for it")
         try tx.put(WriteBufferTests.value(61), forKey: Self.key(61), in: "t")
         try tx.commit()
         #expect(db.mergeBuffersWhileIdle() == .again, "a merge started")
@@ -69,6 +69,33 @@ struct IdleMergeTests {
         #expect(db.mergeBuffersWhileIdle() == .done, "the finished merge was put in place")
         let tree = try Self.tree(db)
         #expect(tree.bufferedWrites == 0 && tree.entryCount == 231)
+    }
+
+    @Test("a commit waiting for its sync keeps the writer busy: the look neither merges nor waits for the sync",
+          .timeLimit(.minutes(1)))
+    func commitAwaitingItsSyncIsNotAPause() throws {
+        let fs = SimulatedFileSystem()
+        var options = WriteBufferTests.options(buffer: 1_000_000)
+        options.durability = .full
+        let db = try Database(path: "/busy.strata", options: options, fileSystem: fs)
+        defer { try? db.close() }
+        try db.write { tx in
+            try tx.createTree("t")
+            try tx.put([1], forKey: Self.key(0), in: "t")
+        }
+        let syncing = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        fs.beforeNextSync = { syncing.signal(); _ = release.wait(timeout: .now() + .seconds(50)) }
+        let committed = DispatchSemaphore(value: 0)
+        Thread {
+            try? db.write { tx in try tx.put([2], forKey: Self.key(1), in: "t") }
+            committed.signal()
+        }.start()
+        syncing.wait()   // the commit is written, the gate free, its sync held
+        #expect(db.mergeBuffersWhileIdle() == .writerBusy)
+        release.signal()
+        committed.wait()
+        #expect(db.mergeBuffersWhileIdle() != .writerBusy, "the sync done, commits have paused")
+        #expect(try db.snapshot().get(Self.key(1), in: "t") == [2])
     }
 
     @Test("the merged tree is what a checkpoint writes and a reopen reads")
