@@ -127,6 +127,25 @@ struct OpenAndFormatTests {
         #expect(try reopened.snapshot().treeNames == [])
     }
 
+    @Test("a committed transaction still reads what it committed, after a checkpoint written in its commit too")
+    func committedTransactionReadsItsCommit() throws {
+        // A checkpoint at every commit: the commit hands the transaction the checkpointed
+        // trees in place of the ones it built.
+        var options = smallOptions(checkpointLogBytes: 1)
+        options.backgroundCheckpoints = .never
+        let db = try Database(path: "/c.strata", options: options, fileSystem: SimulatedFileSystem())
+        for round in 0 ..< 3 {
+            let tx = try db.beginWrite()
+            try tx.createTree("a", ifNotExists: true)
+            for i in 0 ..< 200 { try tx.put([UInt8(round)], forKey: Key(i).bytes, in: "a") }
+            try tx.commit()
+            #expect(try db.statistics().checkpointSequence == db.statistics().commitSequence, "the commit checkpointed")
+            #expect(try tx.get(Key(199).bytes, in: "a") == [UInt8(round)])
+            #expect(try tx.count(in: "a") == 200)
+        }
+        #expect(try allEntries(db.snapshot(), "a").allSatisfy { $0.1 == [2] })
+    }
+
     @Test("snapshots are isolated from later commits and readable from many threads at once")
     func concurrentReaders() async throws {
         let fs = SimulatedFileSystem()
