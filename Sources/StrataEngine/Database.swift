@@ -563,10 +563,12 @@ public final class Database: Sendable {
     /// durability it returns the commit's sequence, for `waitUntilDurable`, which syncs and
     /// publishes it; otherwise it syncs (`.full`, older files) or not (`.relaxed`),
     /// publishes the new state and returns nil. Called by
-    /// `WriteTransaction.commit()` with the gate held; the log's payload is taken from it.
+    /// `WriteTransaction.commit()` with the gate held; the log's payload is taken from it,
+    /// leaving it empty.
     func commit(log: inout LogBatchWriter, values: PendingValueFrames?, trees: [String: TreeState]) throws -> UInt64? {
         try checkWritable()
         let sequence = writer.sequence + 1
+        let operations = log.operationCount
         let payload = log.takePayload(sequence: sequence, timeMilliseconds: Self.now())
         guard payload.count <= FrameHeader.maxPayload else {
             throw StrataError.valueTooLarge(size: payload.count, limit: FrameHeader.maxPayload)
@@ -605,12 +607,11 @@ public final class Database: Sendable {
         writer.end = frameEnd
         writer.sequence = sequence
         writer.logBytes += UInt64(frame.count)
-        writer.operations += UInt64(log.operationCount)
+        writer.operations += UInt64(operations)
         if writer.nearlyDue == nil, writer.logBytes >= options.checkpointLogBytes - options.checkpointLogBytes / 16 {
             writer.nearlyDue = (.now, writer.operations)
         }
         writer.latest = Snapshot(store: writer.store, trees: trees, sequence: sequence)
-        if let idleWatch, trees.values.contains(where: \.isBuffered) { idleWatch.committed() }
         if grouped {
             group.wrote(sequence: sequence, end: frameEnd, snapshot: writer.latest)
         } else {

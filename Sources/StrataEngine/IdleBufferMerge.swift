@@ -84,12 +84,15 @@ final class IdleWatch: Sendable {
         state.withLock { $0.look = look }
     }
 
-    /// A commit left buffered writes: a look follows once commits stop for `delay`.
-    func committed() {
+    /// A commit returned to its writer: the `delay` of quiet a look waits for counts from
+    /// now, not from when its frames were written (a checkpoint written in it, its sync and
+    /// the release of what it replaced can outlast `delay`). When it left writes buffered
+    /// (`leftBuffered`), a look follows once commits stop.
+    func committed(leftBuffered: Bool = true) {
         let schedule = state.withLock { state in
             state.lastCommit = .now
             state.commits &+= 1
-            return Self.claimSchedule(&state)
+            return leftBuffered && Self.claimSchedule(&state)
         }
         if schedule { pending.enter(); look(after: delay) }
     }
@@ -99,12 +102,6 @@ final class IdleWatch: Sendable {
         let schedule = state.withLock { Self.claimSchedule(&$0) }
         if schedule { pending.enter(); look(after: .zero) }
     }
-
-    /// The writer was at work until now (a commit returned, or a look found it busy): a
-    /// look waits for `delay` of quiet from here. A commit can outlast `delay` after its
-    /// own `committed()` (a checkpoint written in it, its sync, the release of what it
-    /// replaced), and commits that leave nothing buffered do not call that.
-    func writerWasBusy() { state.withLock { $0.lastCommit = .now } }
 
     func waitUntilSettled() { pending.wait() }
 
@@ -124,8 +121,9 @@ final class IdleWatch: Sendable {
         let (quietFor, commits, look) = state.withLock { (ContinuousClock.now - $0.lastCommit, $0.commits, $0.look) }
         if quietFor < delay { return self.look(after: delay - quietFor) }
         let step = look?() ?? .done
-        if step == .writerBusy { writerWasBusy() }
         let again = state.withLock { state in
+            // The writer at work counts as a commit: the next look waits for quiet from here.
+            if step == .writerBusy { state.lastCommit = .now }
             guard step == .done, state.commits == commits else { return true }
             state.scheduled = false
             return false

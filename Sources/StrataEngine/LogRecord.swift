@@ -109,16 +109,18 @@ struct LogBatchWriter {
         operationCount += 1
     }
 
-    /// The complete log payload for commit `sequence`, taken from the writer: its header is
-    /// written into the room left for it, and the writer keeps no operations.
+    /// The complete log payload for commit `sequence`, taken from the writer (its header
+    /// written into the room left for it), which starts over empty.
     mutating func takePayload(sequence: UInt64, timeMilliseconds: Int64) -> [UInt8] {
+        var taken = LogBatchWriter()
+        swap(&taken, &self)
         var payload: [UInt8] = []
-        swap(&payload, &body.bytes)
+        swap(&payload, &taken.body.bytes)
         payload.withUnsafeMutableBytes { bytes in
             var header = InPlaceWriter(UnsafeMutableRawBufferPointer(rebasing: bytes[..<LogBatchHeader.size]))
             header.littleEndian(sequence)
             header.littleEndian(UInt64(bitPattern: timeMilliseconds))
-            header.littleEndian(operationCount)
+            header.littleEndian(taken.operationCount)
         }
         return payload
     }

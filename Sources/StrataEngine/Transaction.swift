@@ -1,4 +1,5 @@
 import Synchronization
+
 /// The state of one tree in a snapshot or transaction.
 struct TreeState: @unchecked Sendable {
     var root: NodeRef?
@@ -516,7 +517,7 @@ public final class WriteTransaction: TreeReading {
         database.commitsFinishing.add(1, ordering: .relaxed)
         defer {
             database.commitsFinishing.subtract(1, ordering: .relaxed)
-            database.idleWatch?.writerWasBusy()
+            database.idleWatch?.committed(leftBuffered: changes.trees.values.contains(where: \.isBuffered))
         }
         database.finishWrite()
         // With the gate left, so that other threads' commits written meanwhile share the sync.

@@ -152,6 +152,7 @@ struct FrameTests {
             _ = try #require(Optional(0))
         } }
         let payload = log.takePayload(sequence: 5, timeMilliseconds: 1234)
+        #expect(log.isEmpty, "the writer starts over")
         var seen: [String] = []
         let header = try LogBatchReader.read(payload, context: CorruptionContext(path: "", offset: 9_120, structure: "log")) { op in
             switch op {
