@@ -77,7 +77,37 @@ struct KeyOrderedReplay {
                 return order != 0 ? order < 0 : a.index < b.index
             }
         }
-        for key in order { try changes.apply(pending[Int(key.index)].operation) }
+        try pending.withUnsafeBufferPointer { pending in
+            try order.withUnsafeBufferPointer { order in
+                for i in order.indices {
+                    prefetchAhead(of: i, in: order, pending: pending)
+                    try changes.apply(pending[Int(order[i].index)].operation)
+                }
+            }
+        }
+    }
+
+    /// How far ahead of the operation being applied its successors' gathered entries, and
+    /// their keys, are asked for.
+    private static let entryDistance = 16
+    private static let keyDistance = 8
+
+    /// Starts loading what the operations `entryDistance` and `keyDistance` places after
+    /// `i` in `order` will read: their gathered entries, then their keys (in the payloads).
+    ///
+    /// Why: in key order, the gathered entries are read at random, and each read missed the
+    /// CPU cache with the whole put depending on it: 18% of an open after a crash at 10M
+    /// records was that one load, and most of the branch descents' 17% was the key it
+    /// compares (perf, 1.76M operations replayed). Asked for ahead, they arrive meanwhile.
+    @inline(__always)
+    private func prefetchAhead(of i: Int, in order: UnsafeBufferPointer<SortKey>, pending: UnsafeBufferPointer<Pending>) {
+        if i + Self.entryDistance < order.count {
+            prefetchLines(from: pending.baseAddress! + Int(order[i + Self.entryDistance].index), count: MemoryLayout<Pending>.stride)
+        }
+        if i + Self.keyDistance < order.count {
+            let key = pending[Int(order[i + Self.keyDistance].index)].operation.key
+            prefetchLines(from: key.baseAddress, count: key.count)
+        }
     }
 
     /// An operation's place in the order: by tree, then key (its head first), then the order
