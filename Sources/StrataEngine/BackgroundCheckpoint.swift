@@ -31,22 +31,22 @@ extension Database {
         /// done twice. With nothing measured yet (a handle's first checkpoint), in the
         /// background. A pass is overtaken by a busy writer: once the commits made during
         /// it hold more than an eighth as many operations as the pages it has written (past
-        /// its first thousand), or the log grows by a sixteenth of `checkpointLogBytes`,
+        /// its first thousand), or the log grows by a sixteenth of the checkpoint interval,
         /// the commit that did so checkpoints holding the writer (the pages the pass wrote
         /// are then dead bytes), and the next checkpoint decides by what that one measured.
         case whenCommitsAreSparse
         /// Every automatic checkpoint runs in the background (explicit `checkpoint()`
         /// calls and the one in `close()` still hold the writer), overtaken only when the
-        /// log reaches twice `checkpointLogBytes`.
+        /// log reaches twice the checkpoint interval (`Options.checkpointLogBytes`).
         case always
     }
 
     /// Whether the commit just written makes a checkpoint due (`checkpointDueHoldingGate`):
-    /// the log since the last checkpoint reached `Options.checkpointLogBytes` and no pass
-    /// is running, or a pass is running and the log grew past the point where the pass is
-    /// overtaken. Called with the gate held.
+    /// the log since the last checkpoint reached the interval (`WriterState.checkpointDueBytes`)
+    /// and no pass is running, or a pass is running and the log grew past the point where
+    /// the pass is overtaken. Called with the gate held.
     func checkpointIsDue() -> Bool {
-        guard writer.logBytes >= options.checkpointLogBytes else { return false }
+        guard writer.logBytes >= writer.checkpointDueBytes else { return false }
         guard checkpointPass.isRunning else { return true }
         return writer.logBytes >= writer.pass.overtakenAt || isOutpacingThePass()
     }
@@ -68,7 +68,7 @@ extension Database {
         if checkpointPass.isRunning {
             checkpointPass.cancel()
         } else if checkpointsInBackground(), checkpointPass.start() {
-            let limit = options.checkpointLogBytes
+            let limit = writer.checkpointDueBytes
             let overtakenAt = options.backgroundCheckpoints == .always
                 ? 2 * limit : min(2 * limit, writer.logBytes + limit / 16)
             writer.pass = PassProgress(overtakenAt: overtakenAt, operationsAtStart: writer.operations)

@@ -1,8 +1,9 @@
 /// Log replay that applies the puts and deletes of many commits in key order rather than in
 /// the order they were committed.
 ///
-/// Why: opening a file replays every commit since the last checkpoint (up to
-/// `checkpointLogBytes` of log, a million W1 records at the default), and an app's keys
+/// Why: opening a file replays every commit since the last checkpoint (up to the
+/// checkpoint interval: `checkpointLogBytes` of log, a million W1 records at the default,
+/// up to `checkpointLogBytesLimit` on a large store), and an app's keys
 /// arrive in any order. Applied as committed, each put descends to a leaf the last one did
 /// not touch, missing the CPU cache at every level (perf of an open after a crash at 1M: the
 /// time was the tree's own put path, leaf searches and branch descents). Applied in key

@@ -25,6 +25,10 @@ public struct Statistics: Sendable, Equatable {
     public var checkpointSequence: UInt64
     /// Log bytes written since the latest checkpoint: what the next open replays.
     public var logBytesSinceCheckpoint: UInt64
+    /// The log bytes at which the next automatic checkpoint falls due: as many as the
+    /// store's live data, within `Options.checkpointLogBytes` and
+    /// `Options.checkpointLogBytesLimit`, measured when the last checkpoint was written.
+    public var checkpointDueAtLogBytes: UInt64
     /// Bytes read from disk while opening: header, slots, checkpoint and log tail only.
     public var bytesReadAtOpen: UInt64
     /// Commits replayed from the log tail while opening.
@@ -215,7 +219,8 @@ extension Database {
         return Statistics(
             path: path, fileSize: try snapshot.store.file.size(), pageSize: snapshot.store.limits.pageSize,
             commitSequence: writer.sequence, checkpointSequence: writer.checkpointSequence,
-            logBytesSinceCheckpoint: writer.logBytes, bytesReadAtOpen: openReport.bytesRead,
+            logBytesSinceCheckpoint: writer.logBytes, checkpointDueAtLogBytes: writer.checkpointDueBytes,
+            bytesReadAtOpen: openReport.bytesRead,
             commitsReplayedAtOpen: openReport.replayedCommits, tornBytesDroppedAtOpen: openReport.tornBytes,
             cacheHits: cache.hits, cacheMisses: cache.misses, cacheBytes: cache.bytes, cachedPages: cache.entries,
             keptLeafBytes: snapshot.store.keptLeaves.current,

@@ -64,6 +64,7 @@ extension Runner {
         child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         var arguments = ["--crash-load", "\(kind.rawValue):\(directory)", "--crash-records", String(records)]
         if let bytes = StrataKV.checkpointLogBytes { arguments += ["--checkpoint-log-bytes", String(bytes)] }
+        if let bytes = StrataKV.checkpointLogBytesLimit { arguments += ["--checkpoint-log-bytes-limit", String(bytes)] }
         if let buffer = StrataKV.writeBuffer { arguments += ["--write-buffer", buffer.argument] }
         if let background = StrataKV.mergesWriteBufferInBackground {
             arguments += ["--write-buffer-merges", background ? "background" : "writer"]

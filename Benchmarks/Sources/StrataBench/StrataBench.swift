@@ -62,6 +62,9 @@ struct StrataBench: ParsableCommand {
     @Option(help: "Strata's engine with this Options.checkpointLogBytes (default 64 MiB), to weigh recovery time against bytes written.")
     var checkpointLogBytes: UInt64?
 
+    @Option(help: "Strata's engine with this Options.checkpointLogBytesLimit (default four times checkpointLogBytes: 256 MiB), the most log a checkpoint lets pass on a large store; set it to checkpointLogBytes for a fixed interval.")
+    var checkpointLogBytesLimit: UInt64?
+
     @Option(help: "Strata's engine with this Options.writeBufferEntries, or off for no write buffer (default: the engine's, 65536), to weigh buffered writes against reads.")
     var writeBuffer: String?
 
@@ -124,6 +127,7 @@ struct StrataBench: ParsableCommand {
         // The observing process of the live ops' cross-process latency.
         if let follow { return try Live.follow(follow, ticks: followTicks, postgresURL: postgres) }
         if let checkpointLogBytes { StrataKV.checkpointLogBytes = checkpointLogBytes }
+        if let checkpointLogBytesLimit { StrataKV.checkpointLogBytesLimit = checkpointLogBytesLimit }
         if let writeBuffer {
             guard let setting = StrataKV.WriteBufferSetting(writeBuffer) else {
                 throw ValidationError("--write-buffer takes off or a number of entries, not \(writeBuffer)")

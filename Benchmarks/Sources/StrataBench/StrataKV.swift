@@ -12,6 +12,7 @@ final class StrataKV: KeyValueStore {
         var options = Database.Options(durability: .full)
         options.autoCompaction = autoCompaction
         if let checkpointLogBytes { options.checkpointLogBytes = checkpointLogBytes }
+        if let checkpointLogBytesLimit { options.checkpointLogBytesLimit = checkpointLogBytesLimit }
         if let backgroundCheckpoints { options.backgroundCheckpoints = backgroundCheckpoints }
         if let writeBuffer { options.writeBufferEntries = writeBuffer.entries }
         if let mergesWriteBufferInBackground { options.mergesWriteBufferInBackground = mergesWriteBufferInBackground }
@@ -22,6 +23,8 @@ final class StrataKV: KeyValueStore {
     /// `--checkpoint-log-bytes`: nil keeps the engine's default. Set once, before any engine
     /// opens (and passed to the loader open.after-crash kills).
     nonisolated(unsafe) static var checkpointLogBytes: UInt64?
+    /// `--checkpoint-log-bytes-limit`, likewise.
+    nonisolated(unsafe) static var checkpointLogBytesLimit: UInt64?
 
     /// `--write-buffer`: nil keeps the engine's default (a buffer of 65,536 entries). Set
     /// once, before any engine opens (and passed to the loader open.after-crash kills).
@@ -119,6 +122,7 @@ final class StrataKV: KeyValueStore {
         var due = Self.options()
         due.autoCompaction = nil
         due.checkpointLogBytes = log + bytes
+        due.checkpointLogBytesLimit = log + bytes
         database = try Database(path: path, options: due)
         return true
     }
