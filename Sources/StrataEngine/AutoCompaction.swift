@@ -64,7 +64,7 @@ extension Database {
         /// bound within `growth`³ times the compacted size when new entries are much smaller
         /// than the old ones.
         func isOverdue(size: UInt64, baseline: UInt64, entryGrowth: Double) -> Bool {
-            let liveData = Double(baseline) * min(max(entryGrowth, 1), growth)
+            let liveData = WriterState.liveData(baseline: baseline, entryGrowth: entryGrowth, cap: growth)
             return size >= minimumBytes && Double(size) >= growth * growth * liveData
         }
     }

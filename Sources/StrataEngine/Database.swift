@@ -999,7 +999,14 @@ final class WriterState: @unchecked Sendable {
     /// The store's live data, estimated as its size after its last compaction grown with
     /// the entries added since (`entryGrowthSinceCompaction`).
     var estimatedLiveData: UInt64 {
-        UInt64(Double(compactedSize) * max(entryGrowthSinceCompaction, 1))
+        UInt64(Self.liveData(baseline: compactedSize, entryGrowth: entryGrowthSinceCompaction))
+    }
+
+    /// The live data of a store `baseline` bytes long after its last compaction whose
+    /// entries have since grown `entryGrowth` times, that growth taken between 1 and `cap`:
+    /// the one estimate the checkpoint interval and `AutoCompaction.isOverdue` share.
+    static func liveData(baseline: UInt64, entryGrowth: Double, cap: Double = .infinity) -> Double {
+        Double(baseline) * min(max(entryGrowth, 1), cap)
     }
 
     /// Sets when the next automatic checkpoint is due (`CheckpointInterval`), from the live
