@@ -110,6 +110,8 @@ public struct Checksum: Equatable, Sendable, CustomStringConvertible {
 
     @inlinable public mutating func add(_ user: User) { add(user.digest) }
     @inlinable public mutating func add(_ digest: UInt64) { count += 1; sum &+= digest }
+    /// Adds the records `other` counted: the checksum of a read split among threads.
+    public mutating func add(_ other: Checksum) { count += other.count; sum &+= other.sum }
 
     public var description: String { "\(count) records, digest \(String(sum, radix: 16))" }
 }

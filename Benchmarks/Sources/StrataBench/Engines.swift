@@ -38,6 +38,9 @@ protocol W1Engine: AnyObject {
                                 progress: Progress) throws -> CommitsAcrossCheckpoint?
     /// Further ways to look up by id that the engine's users commonly write, labelled.
     var getVariants: [(op: String, run: ([Int64], Progress) throws -> Checksum)] { get }
+    /// `scan.filter` from several threads at once, labelled: each run scans the records
+    /// with ids in `ids`, the range split among the threads by key.
+    var scanVariants: [(op: String, run: (_ ages: ClosedRange<Int>, _ ids: Range<Int64>) throws -> Checksum)] { get }
     /// `commit.durable` from several threads at once, labelled: each run commits `users`,
     /// one durable transaction each, split among the threads.
     var commitVariants: [(op: String, run: ([User]) throws -> Void)] { get }
@@ -50,6 +53,7 @@ extension W1Engine {
     func commitAcrossCheckpoint(_ users: [User], dirtying updates: [(id: Int64, score: Double)],
                                 progress: Progress) throws -> CommitsAcrossCheckpoint? { nil }
     var getVariants: [(op: String, run: ([Int64], Progress) throws -> Checksum)] { [] }
+    var scanVariants: [(op: String, run: (_ ages: ClosedRange<Int>, _ ids: Range<Int64>) throws -> Checksum)] { [] }
     var commitVariants: [(op: String, run: ([User]) throws -> Void)] { [] }
 }
 

@@ -174,23 +174,45 @@ final class BinaryW1<Store: KeyValueStore>: W1Engine {
                 }
             }
         }
-        var total = Checksum()
-        for part in parts {
-            total.count += part.count
-            total.sum &+= part.sum
-        }
-        return total
+        return parts.reduce(into: Checksum()) { $0.add($1) }
     }
 
     func scanFilter(ages: ClosedRange<Int>) throws -> Checksum {
-        try store.read { reader in
-            var sum = Checksum()
-            try reader.scan(.records, from: []) { key, value in
-                if ages.contains(BinaryUser.age(value)) { sum.add(BinaryUser.decode(id: BinaryKey.id(key), value)) }
-                return true
-            }
-            return sum
+        try store.read { reader in try Self.scanFilter(reader, ages: ages, from: [], below: nil) }
+    }
+
+    /// scan.filter from 2 and 4 threads at once, each in its own read transaction over its
+    /// share of the key range: whether scans scale with cores as lookups do.
+    var scanVariants: [(op: String, run: (_ ages: ClosedRange<Int>, _ ids: Range<Int64>) throws -> Checksum)] {
+        [2, 4].map { threads in ("scan.filter.threads\(threads)", { ages, ids in try self.scanFilter(ages: ages, ids: ids, threads: threads) }) }
+    }
+
+    private func scanFilter(ages: ClosedRange<Int>, ids: Range<Int64>, threads: Int) throws -> Checksum {
+        nonisolated(unsafe) let store = store   // each thread opens its own read transaction
+        let span = (ids.count + threads - 1) / threads
+        // Thread t scans ids from its share's first on, up to the next share's first; the
+        // first share starts at the lowest key and the last runs to the end, so every
+        // record is counted once whatever its id.
+        let parts = try onThreads(threads, splitting: Array(0 ..< threads)) { share in
+            let t = share.first!
+            let start = t == 0 ? [] : BinaryKey.withKey(ids.lowerBound + Int64(t * span)) { Array($0) }
+            let end: Int64? = t == threads - 1 ? nil : ids.lowerBound + Int64((t + 1) * span)
+            return try store.read { reader in try Self.scanFilter(reader, ages: ages, from: start, below: end) }
         }
+        return parts.reduce(into: Checksum()) { $0.add($1) }
+    }
+
+    /// The records from `start` on whose id is below `end` (every one when nil) and whose
+    /// age is in `ages`.
+    private static func scanFilter(_ reader: Store.Reader, ages: ClosedRange<Int>, from start: [UInt8], below end: Int64?) throws -> Checksum {
+        var sum = Checksum()
+        try reader.scan(.records, from: start) { key, value in
+            let id = BinaryKey.id(key)
+            if let end, id >= end { return false }
+            if ages.contains(BinaryUser.age(value)) { sum.add(BinaryUser.decode(id: id, value)) }
+            return true
+        }
+        return sum
     }
 
     func createAgeIndex() throws {

@@ -153,6 +153,11 @@ final class Runner {
             try measure(label, "scan.filter", name, count: inserted.count, unit: "records/s", expect: expectedFilter, repeated: true) {
                 try engine.scanFilter(ages: W1Data.ageRange)
             }
+            for variant in engine.scanVariants {
+                try measure(label, variant.op, name, count: inserted.count, unit: "records/s", expect: expectedFilter, repeated: true) {
+                    try variant.run(W1Data.ageRange, 0 ..< Int64(records))
+                }
+            }
             progress.begin("\(label) \(name) building the age index")
             try engine.createAgeIndex()
             progress.end("done")

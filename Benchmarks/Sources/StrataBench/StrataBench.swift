@@ -15,7 +15,9 @@ struct StrataBench: ParsableCommand {
             Progress goes to stderr, the table to stdout. Every engine's reads are checked against \
             the data set (counts and a digest of every field read); a mismatch stops the run.
             Ops: W1 insert.batch, write.amplification, insert.single-tx, get, get.fetchOne (GRDB), \
-            get.threads2 and get.threads4 (key-value engines), get.reopened (get after closing and opening the file), scan.filter, scan.index, \
+            get.threads2 and get.threads4 (key-value engines), get.reopened (get after closing and opening the file), scan.filter, \
+            scan.filter.threads2 and scan.filter.threads4 (key-value engines: the key range split among 2 and 4 threads, each in \
+            its own read transaction), scan.index, \
             update, commit.durable, commit.durable.threads2 and commit.durable.threads4 (key-value engines: the same one-record \
             durable transactions from 2 and 4 threads at once), reopen, open.after-crash (ms to open a file whose loading process was \
             killed halfway; the acknowledged records verified), compact.beside-writer (strata: compaction while a thread commits, with compact.writer-pause, compact.worst-commit and compact.commits-beside), checkpoint.worst-commit (strata: the slowest one-record durable commit across an automatic checkpoint of the tree the update phase changed, with checkpoint.worst-commit-alone and, when it was written beside the writer, checkpoint.writer-pause), compact.background-pause (strata: the longest time its background compactions held the insert.batch load's writer back at once), memory.peak, size (as the workload left the file), size.settled (strata: once its background compaction, if one is running, has finished), size.compacted; W2 insert.batch, get, scan.filter, \
