@@ -42,6 +42,14 @@ func changes(of n: Int) -> (puts: [([UInt8], [UInt8])], deletes: [[UInt8]]) {
 }
 
 /// The highest transaction number present in the file.
+/// A checkpoint interval that grows with the store from 16 KiB of log to 1 MiB.
+func growingIntervalOptions() -> Database.Options {
+    var options = Database.Options()
+    options.checkpointLogBytes = 16 << 10
+    options.checkpointLogBytesLimit = 1 << 20
+    return options
+}
+
 func lastCommitted(_ db: Database) throws -> Int {
     try db.read { snapshot in
         guard snapshot.hasTree("numbers") else { return 0 }
@@ -164,7 +172,11 @@ do {
         var options = Database.Options()
         options.checkpointLogBytes = 48 * 1024
         // `commit <path> background`: every automatic checkpoint runs beside the commits.
-        if arguments.count > 3, arguments[3] == "background" { options.backgroundCheckpoints = .always }
+        // `commit <path> growing`: an interval that grows with the store, from 16 KiB of log
+        // to 1 MiB (`checkpointLogBytesLimit`), so kills land between checkpoints far apart.
+        let mode = arguments.count > 3 ? arguments[3] : "default"
+        if mode == "background" { options.backgroundCheckpoints = .always }
+        if mode == "growing" { options = growingIntervalOptions() }
         let db = try Database(path: path, options: options)
         try db.write { tx in try tx.createTree("numbers", ifNotExists: true) }
         var n = try lastCommitted(db)
@@ -178,8 +190,12 @@ do {
             say("ok \(n)")
         }
     case "verify":
-        let db = try Database(path: path)
+        // `verify <path> growing` opens as `commit <path> growing` does, and says too where
+        // that policy puts the next checkpoint for a store of this size.
+        let growing = arguments.count > 3 && arguments[3] == "growing"
+        let db = try Database(path: path, options: growing ? growingIntervalOptions() : Database.Options())
         let last = try checkNumbers(try db.snapshot())
+        if growing { say("checkpoint due at \(try db.statistics().checkpointDueAtLogBytes) bytes of log") }
         try db.close()
         say("verified \(last)")
     case "follow":
