@@ -38,6 +38,17 @@ final class BufferRun: @unchecked Sendable {
         self.filter = filter
     }
 
+    /// A run of `entries`, already in ascending key order with one entry per key, taken
+    /// as they are (a builder's, or `PendingWrites.takenAsRun`): nothing may change them
+    /// afterwards.
+    convenience init(taking entries: LeafNode, deleted: EntryFlags, unresolved: EntryFlags) {
+        var filter = BloomFilter(keys: entries.count)
+        for i in 0 ..< entries.count {
+            filter.insert(hash: BloomFilter.hash(entries.withUnchangingEntry(i) { key, _ in key }))
+        }
+        self.init(entries: entries, deleted: deleted, unresolved: unresolved, filter: filter)
+    }
+
     var count: Int { entries.count }
 
     var isTaken: Bool { taken.load(ordering: .relaxed) }
@@ -212,14 +223,10 @@ final class BufferRun: @unchecked Sendable {
         /// filter of its keys.
         consuming func finish() -> BufferRun {
             let storage = self.storage, starts = self.starts
-            var filter = BloomFilter(keys: starts.count)
-            let heads = storage.withUnsafeBytes { raw in
-                for start in starts { filter.insert(hash: BloomFilter.hash(LeafNode.key(in: raw, at: Int(start)))) }
-                return KeyHeads(count: starts.count) { LeafNode.key(in: raw, at: Int(starts[$0])) }
-            }
+            let heads = storage.withUnsafeBytes { raw in KeyHeads(count: starts.count) { LeafNode.key(in: raw, at: Int(starts[$0])) } }
             // Never a page: its page size is not kept.
             let leaf = LeafNode(owner: 0, storage: storage, starts: starts, heads: heads, pageBytes: 0)
-            return BufferRun(entries: leaf, deleted: deleted, unresolved: unresolved, filter: filter)
+            return BufferRun(taking: leaf, deleted: deleted, unresolved: unresolved)
         }
     }
 }
@@ -274,12 +281,20 @@ final class SortedRuns: @unchecked Sendable {
     /// Only the newest runs that no merge beside the writer has (`BufferRun.isMovable`) are
     /// merged here: such a merge finds its runs by identity.
     func adding(_ run: BufferRun, mergesBesideWriter: Bool = false) -> SortedRuns {
-        let movable = self.runs.prefix(while: \.isMovable).count
-        var runs = [run] + self.runs.prefix(movable)
+        // One array, the new run first; the writer merges within its first `window` runs,
+        // the new one and the movable ones after it. (Built as a window, then joined to the
+        // rest, the runs were copied into three arrays per commit: a tenth of a one-record
+        // durable commit's settling, callgrind.)
+        var runs: [BufferRun] = []
+        runs.reserveCapacity(self.runs.count + 1)
+        runs.append(run)
+        runs.append(contentsOf: self.runs)
+        var window = 1 + self.runs.prefix(while: \.isMovable).count
         let mergesAll = !mergesBesideWriter || self.runs.count + 1 > 2 * Self.mostRuns
-        while runs.count >= Self.tier, runs[1 ..< Self.tier].allSatisfy({ Self.sizeClass($0) == Self.sizeClass(runs[0]) }),
+        while window >= Self.tier, runs[1 ..< Self.tier].allSatisfy({ Self.sizeClass($0) == Self.sizeClass(runs[0]) }),
               mergesAll || runs[0].count < Self.smallestMergedBeside {
-            runs.replaceSubrange(0 ..< Self.tier, with: [BufferRun.merging(Array(runs[0 ..< Self.tier]))])
+            runs.replaceSubrange(0 ..< Self.tier, with: CollectionOfOne(BufferRun.merging(Array(runs[0 ..< Self.tier]))))
+            window -= Self.tier - 1
         }
         // Runs of mixed sizes (a large transaction's between small ones) could pile up
         // unmerged: past a dozen, they all become one. Beside the writer, only the newest
@@ -287,11 +302,11 @@ final class SortedRuns: @unchecked Sendable {
         // (`tierWindow`). Merging them all here, a buffer of 65,536 entries left by a load
         // was copied every dozen one-record commits (W1 commit.durable at 1M: 59% of the
         // commits' samples in `BufferRun.merging`, perf).
-        if runs.count > Self.mostRuns {
-            let small = mergesAll ? runs.count : runs.prefix(while: { $0.count < Self.smallestMergedBeside }).count
-            if small > 1 { runs.replaceSubrange(0 ..< small, with: [BufferRun.merging(Array(runs[0 ..< small]))]) }
+        if window > Self.mostRuns {
+            let small = mergesAll ? window : runs[..<window].prefix(while: { $0.count < Self.smallestMergedBeside }).count
+            if small > 1 { runs.replaceSubrange(0 ..< small, with: CollectionOfOne(BufferRun.merging(Array(runs[0 ..< small])))) }
         }
-        return SortedRuns(runs + self.runs.dropFirst(movable))
+        return SortedRuns(runs)
     }
 
     /// Where `tier` neighbouring runs that the writer may move are of one size class, and

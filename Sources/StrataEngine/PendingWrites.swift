@@ -77,6 +77,28 @@ final class PendingWrites {
         slots = larger
     }
 
+    /// The pending writes as a run, for a commit done with them (`TreeChanges.flushPending`):
+    /// when every key was written once and in ascending order — a one-record commit, or keys
+    /// written in order — the run takes the entries where they lie, with no copy and no
+    /// sort; otherwise `sortedRun()`. Nothing may write to these pending writes afterwards:
+    /// the run shares their entries, and runs never change.
+    ///
+    /// (A one-record durable commit built each tree's one-entry run through a builder, the
+    /// entries copied, their heads taken again and the order sorted: 4.8k of the commit's
+    /// 81k instructions per tree, callgrind, W1 commit.durable.)
+    func takenAsRun() -> BufferRun {
+        guard keys == entries.count, isInKeyOrder else { return sortedRun() }
+        return BufferRun(taking: entries, deleted: deleted, unresolved: unresolved)
+    }
+
+    /// Whether the entries lie in ascending key order.
+    private var isInKeyOrder: Bool {
+        let leaf = entries
+        return (0 ..< max(leaf.count - 1, 0)).allSatisfy { i in
+            leaf.withUnchangingEntry(i + 1) { next, _ in leaf.compareKey(at: i, with: next) < 0 }
+        }
+    }
+
     /// The current write of every key, in key order, as a run. Sorted by key heads
     /// (`keyHead`), the bytes compared only where heads tie: a sort comparing each pair's
     /// bytes was 6% of W1's insert.batch with a buffer (callgrind, 100k records).

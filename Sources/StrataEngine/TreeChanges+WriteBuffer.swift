@@ -223,7 +223,7 @@ extension TreeChanges {
         guard let pending = trees.values[index].pending else { return }
         trees.values[index].pending = nil
         guard pending.keys > 0 else { return }
-        let run = pending.sortedRun()
+        let run = pending.takenAsRun()
         trees.values[index].runs = trees.values[index].runs?.adding(run, mergesBesideWriter: buffer?.merges != nil) ?? SortedRuns([run])
     }
 

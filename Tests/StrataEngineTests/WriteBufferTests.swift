@@ -246,15 +246,54 @@ struct WriteBufferTests {
 
     /// A run of each list's puts, newest first, as commits make them.
     static func runs(_ keys: [[Int]]) -> [BufferRun] {
-        keys.map { keys in
-            let pending = PendingWrites()
-            for n in keys {
-                key(n).withUnsafeBytes { k in
-                    value(n).withUnsafeBytes { pending.write(k, hash: BloomFilter.hash(k), .inline($0), limits: NodeLimits(pageSize: 4096)) }
-                }
+        keys.map { pendingWrites(putting: $0).sortedRun() }
+    }
+
+    /// Pending writes of `keys` in the order given, each with `value(n, version)`.
+    static func pendingWrites(putting keys: [Int], version: Int = 0) -> PendingWrites {
+        let pending = PendingWrites()
+        for n in keys {
+            key(n).withUnsafeBytes { k in
+                value(n, version).withUnsafeBytes { pending.write(k, hash: BloomFilter.hash(k), .inline($0), limits: NodeLimits(pageSize: 4096)) }
             }
-            return pending.sortedRun()
         }
+        return pending
+    }
+
+    /// Each key of `run` with its value, in the run's order.
+    static func contents(of run: BufferRun) -> [([UInt8], [UInt8])] {
+        (0 ..< run.count).map { i in
+            run.entries.withUnchangingEntry(i) { key, value in
+                guard case .inline(let bytes) = value else { return (Array(key), []) }
+                return (Array(key), Array(bytes))
+            }
+        }
+    }
+
+    @Test("a commit's pending writes in key order, each key written once, become its run as they lie, and every key is found")
+    func pendingWritesInKeyOrderAreTakenAsTheRun() throws {
+        let pending = Self.pendingWrites(putting: [3, 5, 9])
+        let run = pending.takenAsRun()
+        #expect(run.entries === pending.entries, "no copy")
+        #expect(Self.contents(of: run).map(\.0) == [3, 5, 9].map(Self.key))
+        for n in [3, 5, 9] { #expect(Self.key(n).withUnsafeBytes { run.find($0, hash: BloomFilter.hash($0)) } != nil) }
+        #expect(Self.key(4).withUnsafeBytes { run.find($0, hash: BloomFilter.hash($0)) } == nil)
+    }
+
+    @Test("pending writes out of key order, or with a key written twice, are sorted into a run of their own, the newest write winning")
+    func otherPendingWritesAreSortedIntoARun() throws {
+        let unordered = Self.pendingWrites(putting: [9, 3, 5])
+        let sorted = unordered.takenAsRun()
+        #expect(sorted.entries !== unordered.entries)
+        #expect(Self.contents(of: sorted).map(\.0) == [3, 5, 9].map(Self.key))
+
+        let rewritten = Self.pendingWrites(putting: [3, 5])
+        Self.key(3).withUnsafeBytes { k in
+            Self.value(3, 1).withUnsafeBytes { rewritten.write(k, hash: BloomFilter.hash(k), .inline($0), limits: NodeLimits(pageSize: 4096)) }
+        }
+        let run = rewritten.takenAsRun()
+        #expect(run.entries !== rewritten.entries)
+        #expect(Self.contents(of: run).map(\.1) == [Self.value(3, 1), Self.value(5)])
     }
 
     @Test("a merge of runs goes where its runs are, between newer and older ones, and is dropped once they are gone or taken")
