@@ -146,10 +146,12 @@ struct BackgroundCheckpointTests {
     func passPagesAreNotWrittenAgain(writeBuffer: Int?) throws {
         let ends = Mutex<[UInt64]>([])
         var started: UInt64 = 0
+        var mergesBefore: UInt64 = 0
         let (fs, db, model) = try runPass(writeBuffer: writeBuffer) { db, model, _ in
             db.checkpointPass.testHooks.withLock {
                 $0.beforeFinishing = { ends.withLock { $0.append(db.writerCounters().end) } }
             }
+            mergesBefore = try db.statistics().writeBufferMerges
             started = db.writerCounters().end
             try model.commit(3, adjacent: true, to: db)
         }
@@ -162,7 +164,15 @@ struct BackgroundCheckpointTests {
         // The pass wrote the leaves of ~60 spread commits and their branches (with a write
         // buffer, it merged the buffered ones first); the checkpoint proper, a leaf or two
         // and the branches above them.
-        #expect(finalBytes * 4 < passBytes, "checkpoint proper wrote \(finalBytes) bytes after a pass of \(passBytes)")
+        // Unless a merge of the buffer beside the writer, started before the pass, ended
+        // during it and the commit installed it: its leaves are then a change the
+        // checkpoint proper writes too (it happened on a loaded CI machine, 130 KB after a
+        // pass of 46 KB). Without a buffer there is no such merge.
+        let mergedDuringPass = try db.statistics().writeBufferMerges > mergesBefore
+        if !mergedDuringPass {
+            #expect(finalBytes * 4 < passBytes, "checkpoint proper wrote \(finalBytes) bytes after a pass of \(passBytes)")
+        }
+        if writeBuffer == nil { #expect(!mergedDuringPass) }
         try db.close()
         try expectReopens(fs, to: model)
     }
