@@ -238,18 +238,17 @@ extension TreeChanges {
     /// merge its owner), else here. Beside the writer, runs that are due to become one
     /// are merged there too (`RunsMerge`).
     mutating func settleBuffers(policy: WriteBufferPolicy, newOwner: () -> UInt64) throws {
-        for name in trees.keys where trees[name]!.pending != nil { flushPending(at: try position(of: name)) }
+        for index in treePositions() where trees.values[index].pending != nil { flushPending(at: index) }
         guard let merges = policy.merges else {
-            for name in trees.keys where trees[name]!.runs != nil { try mergeIfDue(at: try position(of: name), policy: policy) }
+            for index in treePositions() where trees.values[index].runs != nil { try mergeIfDue(at: index, policy: policy) }
             for name in largestBuffers(over: policy.bytesLimit) { try mergeBuffer(at: try position(of: name)) }
             return
         }
         installFinishedMerges(merges)
         var due: [String: TreeState] = [:]
-        for name in trees.keys where trees[name]!.runs != nil {
-            let index = try position(of: name)
+        for index in treePositions() where trees.values[index].runs != nil {
             try mergeIfDue(at: index, policy: policy)
-            if isDue(at: index, policy: policy, hard: false) { due[name] = trees.values[index] }
+            if isDue(at: index, policy: policy, hard: false) { due[trees.keys[index]] = trees.values[index] }
         }
         // The handle's buffers together: past twice the byte limit, the writer waits for
         // the merge beside it and merges the largest itself; past the limit, the largest
@@ -265,6 +264,15 @@ extension TreeChanges {
         for name in largestBuffers(over: policy.bytesLimit) where due[name] == nil { due[name] = trees[name] }
         if !due.isEmpty, !merges.isRunning { merges.start(due, mutator: TreeMutator(store: mutator.store, owner: newOwner())) }
         startMergingRuns(merges)
+    }
+
+    /// Every tree's position, for a loop that changes trees' states in place. (A loop over
+    /// `trees.keys` held a view of the dictionary, so the first change inside it copied the
+    /// whole dictionary, and each name was hashed again to find its state: both once per
+    /// commit, callgrind of one-record durable commits.) Changing a state in place keeps
+    /// every position valid; nothing here adds or removes a tree.
+    private func treePositions() -> [Dictionary<String, TreeState>.Index] {
+        Array(trees.indices)
     }
 
     /// The trees whose runs, merged into their trees, bring the bytes of all buffers to
