@@ -41,7 +41,6 @@ func changes(of n: Int) -> (puts: [([UInt8], [UInt8])], deletes: [[UInt8]]) {
     return (puts, deletes)
 }
 
-/// The highest transaction number present in the file.
 /// A checkpoint interval that grows with the store from 16 KiB of log to 1 MiB.
 func growingIntervalOptions() -> Database.Options {
     var options = Database.Options()
@@ -50,6 +49,7 @@ func growingIntervalOptions() -> Database.Options {
     return options
 }
 
+/// The highest transaction number present in the file.
 func lastCommitted(_ db: Database) throws -> Int {
     try db.read { snapshot in
         guard snapshot.hasTree("numbers") else { return 0 }

@@ -252,12 +252,15 @@ struct WriteBufferTests {
     /// Pending writes of `keys` in the order given, each with `value(n, version)`.
     static func pendingWrites(putting keys: [Int], version: Int = 0) -> PendingWrites {
         let pending = PendingWrites()
-        for n in keys {
-            key(n).withUnsafeBytes { k in
-                value(n, version).withUnsafeBytes { pending.write(k, hash: BloomFilter.hash(k), .inline($0), limits: NodeLimits(pageSize: 4096)) }
-            }
-        }
+        for n in keys { put(n, version: version, into: pending) }
         return pending
+    }
+
+    /// Writes `value(n, version)` for `key(n)` into `pending`.
+    static func put(_ n: Int, version: Int = 0, into pending: PendingWrites) {
+        key(n).withUnsafeBytes { k in
+            value(n, version).withUnsafeBytes { pending.write(k, hash: BloomFilter.hash(k), .inline($0), limits: NodeLimits(pageSize: 4096)) }
+        }
     }
 
     /// Each key of `run` with its value, in the run's order.
@@ -288,9 +291,7 @@ struct WriteBufferTests {
         #expect(Self.contents(of: sorted).map(\.0) == [3, 5, 9].map(Self.key))
 
         let rewritten = Self.pendingWrites(putting: [3, 5])
-        Self.key(3).withUnsafeBytes { k in
-            Self.value(3, 1).withUnsafeBytes { rewritten.write(k, hash: BloomFilter.hash(k), .inline($0), limits: NodeLimits(pageSize: 4096)) }
-        }
+        Self.put(3, version: 1, into: rewritten)
         let run = rewritten.takenAsRun()
         #expect(run.entries !== rewritten.entries)
         #expect(Self.contents(of: run).map(\.1) == [Self.value(3, 1), Self.value(5)])
