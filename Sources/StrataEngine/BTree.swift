@@ -295,12 +295,19 @@ enum TreeReader {
 
     @inline(never)
     private static func locateBuffered(store: PageStore, state: TreeState, key: UnsafeRawBufferPointer) throws -> Location? {
+        if let buffered = bufferedWrite(state: state, key: key) { return buffered }
+        return try locate(store: store, root: state.root, key: key)
+    }
+
+    /// The newest write of `key` in the write buffer of `state` (`.some(nil)` for a
+    /// tombstone: the key is deleted); nil when the buffer holds none and the tree decides.
+    static func bufferedWrite(state: TreeState, key: UnsafeRawBufferPointer) -> Location?? {
         let hash = BloomFilter.hash(key)
-        if let pending = state.pending, let i = pending.find(key, hash: hash) { return pending.isDeleted(i) ? nil : (pending.entries, i) }
+        if let pending = state.pending, let i = pending.find(key, hash: hash) { return .some(pending.isDeleted(i) ? nil : (pending.entries, i)) }
         switch state.runs?.find(key, hash: hash) ?? .absent {
-        case .entry(let location): return location
-        case .deleted: return nil
-        case .absent: return try locate(store: store, root: state.root, key: key)
+        case .entry(let location): return .some(location)
+        case .deleted: return .some(nil)
+        case .absent: return nil
         }
     }
 

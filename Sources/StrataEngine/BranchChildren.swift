@@ -1,3 +1,5 @@
+import CPrefetch
+
 /// A branch's child references, in a buffer that the branch's copy can take over instead of
 /// sharing it.
 ///
@@ -95,6 +97,13 @@ struct BranchChildren: ~Copyable {
     func unretained(at index: Int) -> UnretainedNodeRef {
         precondition(index >= 0 && index < count, "child index out of range")
         return base[index].unretained
+    }
+
+    /// Starts loading child `index`'s slot, for a lookup that reads it a little later
+    /// (`TreeReader.GroupWalk`). A hint: it never faults.
+    @inline(__always)
+    func prefetchSlot(at index: Int) {
+        strata_prefetch(UnsafeRawPointer(base + index))
     }
 
     /// Every reference, retained, as an array (checkpoints, statistics, verification).

@@ -1,3 +1,4 @@
+import CPrefetch
 import Synchronization
 
 /// A reference from a parent (or a tree root) to a child node: either a node in memory,
@@ -14,6 +15,20 @@ enum UnretainedNodeRef {
     case leaf(Unmanaged<LeafNode>)
     case branch(Unmanaged<BranchNode>)
     case stored(FrameAddress)
+
+    /// Starts loading the node's own fields (its first two cache lines), for a lookup that
+    /// reads them a little later (`TreeReader.GroupWalk`). A page on disk loads nothing.
+    @inline(__always)
+    func prefetchNode() {
+        let object: UnsafeMutableRawPointer
+        switch self {
+        case .leaf(let leaf): object = leaf.toOpaque()
+        case .branch(let branch): object = branch.toOpaque()
+        case .stored: return
+        }
+        strata_prefetch(object)
+        strata_prefetch(object + 64)
+    }
 }
 
 extension NodeRef {
@@ -659,6 +674,19 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
     @inline(__always)
     func unretainedChild(at index: Int) -> UnretainedNodeRef {
         children.unretained(at: index)
+    }
+
+    /// Starts loading what `childIndex(for:)` reads first, the separators' heads: for a
+    /// lookup that searches this branch a little later (`TreeReader.GroupWalk`).
+    @inline(__always)
+    func prefetchForSearch() {
+        heads.probe.prefetch()
+    }
+
+    /// Starts loading child `index`'s reference, for a lookup that follows it a little later.
+    @inline(__always)
+    func prefetchChild(at index: Int) {
+        children.prefetchSlot(at: index)
     }
 
     /// Inserts `child` at `index` with `separator` as its lower bound.

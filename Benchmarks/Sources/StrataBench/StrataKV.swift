@@ -1,4 +1,5 @@
 // Strata's engine as a KeyValueStore: one tree per key space, full durability.
+import BenchmarkSupport
 import Foundation
 import StrataEngine
 
@@ -171,6 +172,12 @@ final class StrataKV: KeyValueStore {
 
         func scan(_ space: KeySpace, from start: [UInt8], _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) throws {
             try base.scan(StrataKV.tree(space), in: KeyRange(lower: .included(start)), body)
+        }
+
+        func withRecords(_ ids: ArraySlice<Int64>, _ body: (_ id: Int64, _ value: UnsafeRawBufferPointer?) throws -> Void) throws {
+            var batch = KeyBatch()
+            for id in ids { BinaryKey.withKey(id) { batch.append($0) } }
+            try records.withValues(batch) { i, value in try body(ids[ids.startIndex + i], value) }
         }
     }
 
