@@ -43,6 +43,17 @@ public struct KeyBatch: Sendable {
         key.withKeyBytes { append($0) }
     }
 
+    /// Lends key `index` (in the order appended) to `body`.
+    /// - Parameters:
+    ///   - index: The key's position, below `count`.
+    ///   - body: Reads the encoded key; the buffer is valid only during the call.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
+    public func withKey<R>(at index: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        precondition(index >= 0 && index < count, "key index out of range")
+        return try withKeys { try body($0(index)) }
+    }
+
     /// Removes every key, keeping the storage for the next batch.
     public mutating func removeAll() {
         bytes.removeAll(keepingCapacity: true)

@@ -153,12 +153,11 @@ struct QueryExecution<Record> {
                 if !more { return }
             }
         case .index(let index)?:
-            func fetch(_ key: UnsafeRawBufferPointer) throws -> Bool {
-                guard let more = try engine.withValue(key, in: entry.recordsTree, { try visit(key, $0) }) else {
-                    throw RecordError.corruptRecord(collection: entry.collection, reason: "index '\(index)' names primary key \(Key(bytes: Array(key))) which has no record")
-                }
-                return more
+            let collection = entry.collection
+            func missing(_ key: UnsafeRawBufferPointer) -> any Error {
+                RecordError.corruptRecord(collection: collection, reason: "index '\(index)' names primary key \(Key(bytes: Array(key))) which has no record")
             }
+            var fetch = IndexedFetch(tree: entry.recordsTree, missing: missing)
             // Walking backwards, entries with equal index values come in descending
             // primary-key order; each such group is emitted in ascending order, the tie
             // order of every other path. (A unique index has no ties, and its keys do not
@@ -166,22 +165,24 @@ struct QueryExecution<Record> {
             let groupsTies = access.reverse && !uniqueIndexes.contains(index)
             var groupValue: [UInt8]?
             var groupKeys: [[UInt8]] = []
-            func flush() throws -> Bool {
+            func fetchGroup() throws -> Bool {
                 defer { groupKeys.removeAll(keepingCapacity: true) }
-                for key in groupKeys.reversed() where try !key.withUnsafeBytes(fetch) { return false }
+                for key in groupKeys.reversed() {
+                    guard try key.withUnsafeBytes({ try fetch.add($0, engine: engine, visit: visit) }) else { return false }
+                }
                 return true
             }
             for range in ranges {
                 var more = true
                 try engine.scan(entry.indexTree(index), in: range, reverse: access.reverse) { indexKey, primaryKey in
                     guard groupsTies else {
-                        more = try fetch(primaryKey)
+                        more = try fetch.add(primaryKey, engine: engine, visit: visit)
                         return more
                     }
                     let key = Array(primaryKey)
                     let value = Array(indexKey.dropLast(key.count))
                     if value != groupValue {
-                        more = try flush()
+                        more = try fetchGroup()
                         if !more { return false }
                         groupValue = value
                     }
@@ -190,7 +191,8 @@ struct QueryExecution<Record> {
                 }
                 if !more { return }
             }
-            _ = try flush()
+            if groupsTies, try !fetchGroup() { return }
+            _ = try fetch.flush(engine: engine, visit: visit)
         }
     }
 
