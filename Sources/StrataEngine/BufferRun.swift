@@ -22,7 +22,8 @@ final class BufferRun: @unchecked Sendable {
     /// gains or loses such a key only when the buffer is merged into it, which ends the run).
     private let absentUnresolved = Mutex<Int?>(nil)
     /// Which keys the run may hold: a lookup searches only the runs whose filter passes.
-    private let filter: BloomFilter
+    /// Nil for a run of `unfilteredEntries` or fewer, which a lookup searches outright.
+    private let filter: BloomFilter?
     /// Whether a merge away from the writer has taken this run (`BufferMerge`): the writer
     /// then never merges it with newer runs, or the merge could not be installed (it finds
     /// the runs it took by identity).
@@ -31,7 +32,7 @@ final class BufferRun: @unchecked Sendable {
     /// writer then never merges it with other runs itself.
     private let claimed = Atomic<Bool>(false)
 
-    fileprivate init(entries: LeafNode, deleted: EntryFlags, unresolved: EntryFlags, filter: BloomFilter) {
+    fileprivate init(entries: LeafNode, deleted: EntryFlags, unresolved: EntryFlags, filter: BloomFilter?) {
         self.entries = entries
         self.deleted = deleted
         self.unresolved = unresolved
@@ -42,12 +43,22 @@ final class BufferRun: @unchecked Sendable {
     /// as they are (a builder's, or `PendingWrites.takenAsRun`): nothing may change them
     /// afterwards.
     convenience init(taking entries: LeafNode, deleted: EntryFlags, unresolved: EntryFlags) {
+        guard entries.count > Self.unfilteredEntries else {
+            self.init(entries: entries, deleted: deleted, unresolved: unresolved, filter: nil)
+            return
+        }
         var filter = BloomFilter(keys: entries.count)
         for i in 0 ..< entries.count {
             filter.insert(hash: BloomFilter.hash(entries.withUnchangingEntry(i) { key, _ in key }))
         }
         self.init(entries: entries, deleted: deleted, unresolved: unresolved, filter: filter)
     }
+
+    /// The most entries a run keeps no filter for: its search compares a few key heads, in
+    /// about the time the filter's probes take, and the filter was an allocation, a free and
+    /// a hash of each key for every one-record commit's run and for every small run its tier
+    /// merges built (callgrind, W1 commit.durable).
+    static let unfilteredEntries = 16
 
     var count: Int { entries.count }
 
@@ -86,7 +97,7 @@ final class BufferRun: @unchecked Sendable {
     /// The index of `key` when the run holds it; `hash` is its `BloomFilter.hash`.
     @inline(__always)
     func find(_ key: UnsafeRawBufferPointer, hash: UInt64) -> Int? {
-        guard filter.mayContain(hash: hash) else { return nil }
+        if let filter, !filter.mayContain(hash: hash) { return nil }
         let (index, found) = entries.search(key)
         return found ? index : nil
     }
