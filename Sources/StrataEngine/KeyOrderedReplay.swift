@@ -68,12 +68,11 @@ struct KeyOrderedReplay {
         guard !pending.isEmpty else { return }
         // Sorted as 16-byte records that hold what most comparisons need: sorting indices
         // into `pending` (64 bytes an operation) missed the CPU cache at nearly every
-        // comparison, and cost more than the replay it ordered.
+        // comparison, and cost more than the replay it ordered. By tree and head in
+        // linear time (`HeadSort`); ties by the keys' bytes, then gathering order.
         var order = pending.indices.map { SortKey(tree: UInt32(pending[$0].tree), index: UInt32($0), head: pending[$0].head) }
         pending.withUnsafeBufferPointer { pending in
-            order.sort { a, b in
-                if a.tree != b.tree { return a.tree < b.tree }
-                if a.head != b.head { return a.head < b.head }
+            HeadSort.sort(&order, group: \.tree, head: \.head) { a, b in
                 let order = compareBytes(pending[Int(a.index)].operation.key, pending[Int(b.index)].operation.key)
                 return order != 0 ? order < 0 : a.index < b.index
             }
