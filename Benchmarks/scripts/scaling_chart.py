@@ -11,7 +11,7 @@ and memory are drawn the same way, lower being better.
 """
 import math
 
-OPS = ["insert.batch", "insert.single-tx", "get", "get.threads2", "scan.filter", "scan.filter.threads2",
+OPS = ["insert.batch", "insert.single-tx", "get", "get.threads2", "get.batched", "scan.filter", "scan.filter.threads2",
        "scan.index", "update", "commit.durable", "size", "write.amplification", "memory.peak", "open.after-crash"]
 COLOURS = {"strata": "#4C78A8", "strata-typed": "#B279A2", "lmdb": "#F58518", "leveldb": "#54A24B",
            "sqlite": "#72B7B2", "grdb": "#E45756", "strata-typed-codable": "#9D755D"}

@@ -113,8 +113,11 @@ extension TreeReader {
     /// lends each value to `body` with the key's position in `keys`, in that order (nil for
     /// a key absent). `unchanging`: the tree is a snapshot's, which nothing changes.
     ///
-    /// A write transaction's tree may change in `body` (a read-modify-write), which would
-    /// move the entries a group found ahead of it: there each key is looked up in its turn.
+    /// A write transaction's tree is looked up one key at a time, each found as the handle
+    /// sees it at its turn: its entries may move with any write, and a group would hold
+    /// locations found before `body` ran. (A handle of a write transaction is good only
+    /// until the transaction's next write; `TreeReading.withValues(_:in:_:)` finds the tree
+    /// afresh for each key, so that its `body` may write.)
     static func withValues(store: PageStore, state: TreeState, unchanging: Bool, keys: KeyBatch,
                            _ body: (Int, UnsafeRawBufferPointer?) throws -> Void) throws {
         guard unchanging else {

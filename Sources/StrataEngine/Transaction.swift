@@ -90,7 +90,9 @@ public struct TreeHandle {
     /// one walk asking for the memory its next step reads while the other walks take
     /// theirs, so their waits for memory overlap instead of adding up (<doc:UsingTheEngine>,
     /// "Many lookups at once"). What an index query does with the records its index entries
-    /// name. A write transaction's handle looks the keys up one by one, so `body` may write.
+    /// name. A write transaction's handle looks the keys up one by one and, like any of its
+    /// handles, is good only until the transaction's next write: to write in `body`, call
+    /// the transaction's `withValues(_:in:_:)`.
     ///
     /// ```swift
     /// let users = try snapshot.treeHandle("users", forIteration: false)
@@ -196,7 +198,9 @@ extension TreeReading {
     }
 
     /// `TreeHandle.withValues(_:_:)` on the tree called `tree`: every key of `keys` looked
-    /// up, a snapshot's together, each value lent to `body` with the key's position.
+    /// up, a snapshot's together, each value lent to `body` with the key's position. In a
+    /// write transaction each key is looked up in the tree as it is at the key's turn, so
+    /// `body` may write to it (a read-modify-write of each record).
     ///
     /// ```swift
     /// var batch = KeyBatch()
@@ -213,7 +217,15 @@ extension TreeReading {
     ///     lacks it; the buffer is valid only during the call.
     /// - Throws: `StrataError.treeNotFound`; `.corruption`; what `body` throws.
     public func withValues(_ keys: KeyBatch, in tree: String, _ body: (_ index: Int, _ value: UnsafeRawBufferPointer?) throws -> Void) throws {
-        try treeHandle(tree, forIteration: false).withValues(keys, body)
+        let handle = try treeHandle(tree, forIteration: false)
+        if handle.unchanging { return try handle.withValues(keys, body) }
+        // A write transaction: `body` may change the tree, splitting nodes a handle taken
+        // before would still read, so each key finds the tree afresh.
+        try keys.withKeys { key in
+            for i in 0 ..< keys.count where try withValue(key(i), in: tree, { try body(i, $0) }) == nil {
+                try body(i, nil)
+            }
+        }
     }
 
     /// Whether `tree` holds `key`, without reading its value.

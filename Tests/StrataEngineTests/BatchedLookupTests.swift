@@ -102,25 +102,38 @@ struct BatchedLookupTests {
         }
     }
 
-    @Test("in a write transaction each key is looked up in its turn, so the body may write the tree it reads")
-    func writeTransactionBodyMayWrite() throws {
-        let db = try Database.inMemory(options: smallOptions(pageSize: 512))
-        try Self.fill(db)
-        let keys = Array(stride(from: 0, to: 2_000, by: 2))
+    @Test("in a write transaction each key is looked up in its turn, so the body may write the tree it reads, splitting its root",
+          arguments: [nil, 65_536] as [Int?])
+    func writeTransactionBodyMayWrite(writeBuffer: Int?) throws {
+        var options = smallOptions(pageSize: 512)
+        options.writeBufferEntries = writeBuffer   // without one, every write changes the tree
+        let db = try Database.inMemory(options: options)
+        let keys = Array(stride(from: 0, to: 24, by: 2))   // one leaf: the root
         try db.write { tx in
+            try tx.createTree("t")
+            for n in keys { try tx.put(Self.value(n), forKey: Self.key(n), in: "t") }
+        }
+        try db.write { tx in
+            // The transaction owns the root before the lookups: the body's writes then
+            // change it in place.
+            try tx.put(Self.value(-2), forKey: Self.key(-2), in: "t")
             var batch = KeyBatch()
             for n in keys { batch.append(Int64(n)) }
-            // Each value grown in place, and the next key inserted: leaves split under the walk.
+            // Each value grown, and keys inserted after it: the root leaf splits, and the
+            // branches above it, while lookups are still to come.
             try tx.withValues(batch, in: "t") { i, value in
-                let old = try #require(value.map { Array($0) })
+                let old = try #require(value.map { Array($0) }, "key \(keys[i])")
                 try tx.put(old + Array(" and more".utf8), forKey: Self.key(keys[i]), in: "t")
-                try tx.put(Self.value(keys[i] + 1), forKey: Self.key(keys[i] + 1), in: "t")
+                for extra in 1 ... 60 {
+                    try tx.put(Self.value(keys[i] * 100 + extra), forKey: Key(keys[i], extra).bytes, in: "t")
+                }
             }
         }
         let snapshot = try db.snapshot()
+        #expect(try snapshot.count(in: "t") == keys.count * 61 + 1)
         for n in keys {
             #expect(try snapshot.get(Self.key(n), in: "t") == Self.value(n) + Array(" and more".utf8))
-            #expect(try snapshot.get(Self.key(n + 1), in: "t") == Self.value(n + 1))
+            #expect(try snapshot.get(Key(n, 60).bytes, in: "t") == Self.value(n * 100 + 60))
         }
     }
 
