@@ -123,11 +123,7 @@ extension TreeReader {
         guard unchanging else {
             return try keys.withKeys { key in
                 for i in 0 ..< keys.count {
-                    if let location = try locate(store: store, state: state, key: key(i)) {
-                        try lend(location, from: store, unchanging: false) { try body(i, $0) }
-                    } else {
-                        try body(i, nil)
-                    }
+                    try lend(try locate(store: store, state: state, key: key(i)), as: i, from: store, unchanging: false, to: body)
                 }
             }
         }
@@ -157,16 +153,20 @@ extension TreeReader {
                         for i in group {
                             let location = answers[i - start]
                             answers[i - start] = nil
-                            if let location {
-                                try lend(location, from: store, unchanging: unchanging) { try body(i, $0) }
-                            } else {
-                                try body(i, nil)
-                            }
+                            try lend(location, as: i, from: store, unchanging: true, to: body)
                         }
                     }
                 }
             }
         }
+    }
+
+    /// Lends the value at `location` to `body` as key `index`'s, or nil when there is none.
+    @inline(__always)
+    private static func lend(_ location: Location?, as index: Int, from store: PageStore, unchanging: Bool,
+                             to body: (Int, UnsafeRawBufferPointer?) throws -> Void) throws {
+        guard let location else { return try body(index, nil) }
+        try lend(location, from: store, unchanging: unchanging) { try body(index, $0) }
     }
 
     /// Runs `body` with `count` locations, all nil, on the stack; whatever `body` leaves in

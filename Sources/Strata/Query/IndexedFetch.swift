@@ -1,14 +1,15 @@
 import StrataEngine
 
-/// The records an index scan names, fetched a batch at a time (`TreeReading.withValues`):
-/// a snapshot walks a batch's lookups down the records tree together, their waits for
-/// memory overlapping, where one lookup per index entry waited for each in turn.
+/// The records a query names by primary key — an index walk's, in index order, or the
+/// sorted keys `fetchInPrimaryKeyOrder` collects — fetched a batch at a time
+/// (`TreeReading.withValues`): a snapshot walks a batch's lookups down the records tree
+/// together, their waits for memory overlapping, where one lookup per key waited for each
+/// in turn.
 ///
 /// Batches start at 8 keys and double up to 64, so a query whose limit or visitor stops it
 /// early looks up at most a few records it did not need. (W1 at 1M, strata-typed, the age
 /// range query sorted by age, which walks the index in its order: 7.3–7.7 → 11.0–11.1
-/// queries/s; an unsorted one reads its records in primary-key order through a cursor
-/// instead, `fetchInPrimaryKeyOrder`, and is unchanged.)
+/// queries/s.)
 struct IndexedFetch {
     private var keys = KeyBatch()
     private var batchSize = 8
