@@ -291,6 +291,36 @@ public enum StorageConformance {
             try storage.create(ConformanceNote(id: 10, text: "explicit"))
             try expect(try storage.create(ConformanceNote(text: "d")).id == 11, "ids continue after an explicit one")
         },
+        Check(name: "IN on the primary key returns the records it names, absent values skipped, in primary-key order") { storage in
+            let users = (1 ... 300).map { Fixtures.user(Int64($0)) }
+            try storage.persist(users)
+            // More values than one batch of lookups, unsorted, repeated, some naming no record.
+            let asked: [Int64] = (0 ..< 160).map { Int64(($0 * 37) % 400) } + [7, 7, 999, -1]
+            let expected = users.filter { asked.contains($0.id) }
+            try expect(try storage.read(ConformanceUser.filter(.in(\.id, asked))).map(\.id) == expected.map(\.id), "ascending")
+            let descending = ConformanceUser.filter(.in(\.id, asked)).sorted(by: \.id, ascending: false)
+            try expect(try storage.read(descending).map(\.id) == expected.map(\.id).reversed(), "descending")
+            try expect(try storage.read(descending.offset(70).limit(9)).map(\.id) == Array(expected.map(\.id).reversed().dropFirst(70).prefix(9)),
+                       "a window across batches")
+            let older = ConformanceUser.filter(.in(\.id, asked) && \.age > 35)
+            try expect(try storage.read(older).map(\.id) == expected.filter { $0.age > 35 }.map(\.id), "with a condition on another field")
+            try expect(try storage.count(ConformanceUser.filter(.in(\.id, asked))) == expected.count, "count")
+            try expect(try storage.read(ConformanceUser.filter(.in(\.id, [Int64(999), 1000]))).isEmpty, "only absent values")
+        },
+        Check(name: "IN on the primary key in a transaction sees the transaction's own writes and erasures") { storage in
+            try storage.persist(Fixtures.users)
+            try storage.write { tx in
+                try tx.create(Fixtures.user(40))
+                _ = try tx.erase(ConformanceUser.self, primaryKey: Int64(3))
+                let found = try tx.read(ConformanceUser.filter(.in(\.id, [Int64(40), 3, 2, 41])))
+                try expect(found.map(\.id) == [2, 40], "got \(found.map(\.id))")
+            }
+        },
+        Check(name: "IN on a composite primary key's first field reads every record under each value") { storage in
+            for group in ["a", "b", "c"] { for n in 0 ..< 3 { try storage.create(ConformancePair(group: group, number: n, value: "\(group)\(n)")) } }
+            let found = try storage.read(ConformancePair.filter(.in(\.group, ["c", "z", "a"])))
+            try expect(found.map(\.value) == ["a0", "a1", "a2", "c0", "c1", "c2"], "got \(found.map(\.value))")
+        },
         Check(name: "composite primary keys read by tuple and scan by their first field") { storage in
             for group in ["a", "b"] { for n in 0 ..< 3 { try storage.create(ConformancePair(group: group, number: n, value: "\(group)\(n)")) } }
             try expect(try storage.read(ConformancePair.self, primaryKey: Key("b", 1))?.value == "b1", "tuple lookup")

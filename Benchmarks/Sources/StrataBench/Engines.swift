@@ -74,8 +74,8 @@ enum EngineKind: String, CaseIterable, Codable {
     func makeW1(directory: String) throws -> W1Engine {
         switch self {
         case .strata: try BinaryW1(store: StrataKV(directory: directory))
-        case .strataTyped: try TypedW1<FastUser, FastUserByAge>(directory: directory, age: \.age, indexedAge: \.age)
-        case .strataTypedCodable: try TypedW1<User, UserByAge>(directory: directory, age: \.age, indexedAge: \.age)
+        case .strataTyped: try TypedW1<FastUser, FastUserByAge>(directory: directory, id: \.id, age: \.age, indexedAge: \.age)
+        case .strataTypedCodable: try TypedW1<User, UserByAge>(directory: directory, id: \.id, age: \.age, indexedAge: \.age)
         case .sqlite: try SQLiteW1(directory: directory)
         case .grdb: try GRDBW1(directory: directory)
         case .lmdb: try BinaryW1(store: LMDBStore(directory: directory))
@@ -115,6 +115,31 @@ func inBatches(count: Int, of transactionSize: Int, progress: Progress, _ commit
 
 /// Looks up each id and adds the digest of what `find` decoded; an id it does not find
 /// stops the run. Shared by every engine's `get`.
+/// How many ids `get.in` names in one query.
+let inListSize = 64
+
+/// `get.in`: the ids looked up `inListSize` at a time with one query each naming them all
+/// (`WHERE id IN (...)`, Strata's `.in(\.id, ids)`), as an app loads the records a list
+/// screen or a relationship names. `query` visits the digests of the records its ids name,
+/// each once, in any order; every occurrence of an id counts, as in `lookUp`.
+func lookUpInLists(_ ids: [Int64], progress: Progress,
+                   _ query: (_ ids: [Int64], _ found: (_ id: Int64, _ digest: UInt64) -> Void) throws -> Void) throws -> Checksum {
+    var sum = Checksum()
+    var digests: [Int64: UInt64] = [:]
+    digests.reserveCapacity(inListSize)
+    for start in stride(from: 0, to: ids.count, by: inListSize) {
+        let list = Array(ids[start ..< min(start + inListSize, ids.count)])
+        digests.removeAll(keepingCapacity: true)
+        try query(list) { id, digest in digests[id] = digest }
+        for id in list {
+            guard let digest = digests[id] else { throw BenchError("id \(id) not found") }
+            sum.add(digest)
+        }
+        progress.update(start + list.count, of: ids.count)
+    }
+    return sum
+}
+
 func lookUp(_ ids: [Int64], progress: Progress, _ find: (Int64) throws -> UInt64?) throws -> Checksum {
     var sum = Checksum()
     for (i, id) in ids.enumerated() {

@@ -97,11 +97,20 @@ final class GRDBW1: W1Engine {
         }
     }
 
-    /// `get` the way most GRDB code reads a record: `fetchOne(db, key:)`.
+    /// `get` the way most GRDB code reads a record, `fetchOne(db, key:)`; and `get.in`,
+    /// `inListSize` ids per query, `filter(keys:)` (`WHERE id IN (...)`).
     var getVariants: [(op: String, run: ([Int64], Progress) throws -> Checksum)] {
         [("get.fetchOne", { [database] ids, progress in
             try database.pool.read { db in
                 try lookUp(ids, progress: progress) { try UserRecord.fetchOne(db, key: $0)?.digest }
+            }
+        }),
+         ("get.in", { [database] ids, progress in
+            try database.pool.read { db in
+                try lookUpInLists(ids, progress: progress) { list, found in
+                    let cursor = try UserRecord.filter(keys: list).fetchCursor(db)
+                    while let record = try cursor.next() { found(record.id, record.digest) }
+                }
             }
         })]
     }

@@ -16,7 +16,8 @@ struct StrataBench: ParsableCommand {
             the data set (counts and a digest of every field read); a mismatch stops the run.
             Ops: W1 insert.batch, write.amplification, insert.single-tx, get, get.fetchOne (GRDB), \
             get.threads2 and get.threads4 (key-value engines), get.batched (key-value engines: the ids handed over 64 at a time, Strata walking each \
-            batch down its tree together, LMDB and LevelDB looking each up), get.reopened (get after closing and opening the file), scan.filter, \
+            batch down its tree together, LMDB and LevelDB looking each up), get.in (typed engines and GRDB: 64 ids per query, \
+            `.in(\\.id, ids)` and `WHERE id IN (...)`), get.reopened (get after closing and opening the file), scan.filter, \
             scan.filter.threads2 and scan.filter.threads4 (key-value engines: the key range split among 2 and 4 threads, each in \
             its own read transaction), scan.index, \
             update, commit.durable, commit.durable.threads2 and commit.durable.threads4 (key-value engines: the same one-record \

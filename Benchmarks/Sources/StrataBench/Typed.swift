@@ -58,11 +58,11 @@ final class TypedW1<Row: W1Row, Indexed: W1Row>: W1Engine {
     let database: TypedDatabase
     /// After `createAgeIndex` writes go through `Indexed`, whose schema keeps the index.
     private var indexed = false
-    private let age: KeyPath<Row, Int>, indexedAge: KeyPath<Indexed, Int>
+    private let id: KeyPath<Row, Int64>, age: KeyPath<Row, Int>, indexedAge: KeyPath<Indexed, Int>
 
-    init(directory: String, age: KeyPath<Row, Int>, indexedAge: KeyPath<Indexed, Int>) throws {
+    init(directory: String, id: KeyPath<Row, Int64>, age: KeyPath<Row, Int>, indexedAge: KeyPath<Indexed, Int>) throws {
         database = try TypedDatabase(directory: directory)
-        (self.age, self.indexedAge) = (age, indexedAge)
+        (self.id, self.age, self.indexedAge) = (id, age, indexedAge)
     }
 
     @_specialize(exported: false, where Row == FastUser, Indexed == FastUserByAge)
@@ -76,6 +76,20 @@ final class TypedW1<Row: W1Row, Indexed: W1Row>: W1Engine {
     func get(_ ids: [Int64], progress: Progress) throws -> Checksum {
         try database.storage.read { reader in
             try lookUp(ids, progress: progress) { try reader.read(Row.self, primaryKey: $0)?.digest }
+        }
+    }
+
+    /// `get.in`: `inListSize` ids per query, `.in(\.id, ids)`.
+    var getVariants: [(op: String, run: ([Int64], Progress) throws -> Checksum)] {
+        [("get.in", { [self] ids, progress in try getInLists(ids, progress: progress) })]
+    }
+
+    @_specialize(exported: false, where Row == FastUser, Indexed == FastUserByAge)
+    private func getInLists(_ ids: [Int64], progress: Progress) throws -> Checksum {
+        try database.storage.read { reader in
+            try lookUpInLists(ids, progress: progress) { list, found in
+                try reader.forEach(Row.filter(.in(id, list))) { found($0[keyPath: id], $0.digest); return true }
+            }
         }
     }
 

@@ -154,7 +154,9 @@ package enum FieldBounds: Sendable, Equatable {
 /// Keys of floating-point fields (`Double`, `Float`, `Date`) that have no order: every NaN
 /// encodes as one key above +∞ (FORMAT.md, "Key encoding").
 enum UnorderedKeys {
-    private static let nan: Set<[UInt8]> = [Key(Double.nan).bytes, Key(Date(timeIntervalSince1970: .nan)).bytes]
+    /// Two keys, compared outright: hashing each value of an `IN` list of 9-byte keys (every
+    /// `Int64`) to look it up in a set was a tenth of a 64-id `IN` query (perf).
+    private static let nan: [[UInt8]] = [Key(Double.nan).bytes, Key(Date(timeIntervalSince1970: .nan)).bytes]
     private static let infinity: [UInt8: [UInt8]] = [
         Key(Double.infinity).bytes[0]: Key(Double.infinity).bytes,
         Key(Date(timeIntervalSince1970: .infinity)).bytes[0]: Key(Date(timeIntervalSince1970: .infinity)).bytes,
@@ -233,7 +235,14 @@ public struct Filter<M>: @unchecked Sendable {
     /// - Returns: The condition, answered from the primary key or an index on the field when
     ///   there is one (one range per value).
     public static func `in`<V: KeyComponent & Equatable>(_ keyPath: KeyPath<M, V>, _ values: [V]) -> Filter {
-        Filter(plan: .field(keyPath, .equal(toAnyOf: values.map { Key($0).bytes }))) { values.contains($0[keyPath: keyPath]) }
+        // Each key built into room for it, through the value's own type: `Key(value)` takes
+        // an existential and grows its bytes twice, 900 instructions a value (callgrind).
+        let keys = values.map { value in
+            var key = Key(reservingCapacity: 16)
+            key.append(value)
+            return key.bytes
+        }
+        return Filter(plan: .field(keyPath, .equal(toAnyOf: keys))) { values.contains($0[keyPath: keyPath]) }
     }
 
     /// The field is none of `values`.

@@ -1,7 +1,8 @@
 import StrataEngine
 
-/// The records a query names by primary key — an index walk's, in index order, or the
-/// sorted keys `fetchInPrimaryKeyOrder` collects — fetched a batch at a time
+/// The records a query names by primary key — an index walk's, in index order, the sorted
+/// keys `fetchInPrimaryKeyOrder` collects, or the points of an `==` or `IN` on the primary
+/// key — fetched a batch at a time
 /// (`TreeReading.withValues`): a snapshot walks a batch's lookups down the records tree
 /// together, their waits for memory overlapping, where one lookup per key waited for each
 /// in turn.
@@ -16,10 +17,11 @@ struct IndexedFetch {
     private static let largestBatch = 64
     /// The records tree.
     let tree: String
-    /// The error for an index entry whose record is missing.
-    let missing: (UnsafeRawBufferPointer) -> any Error
+    /// The error for a key whose record is missing (an index entry naming no record); nil
+    /// when such keys are skipped (an `IN` list's values that name no record).
+    let missing: ((UnsafeRawBufferPointer) -> any Error)?
 
-    init(tree: String, missing: @escaping (UnsafeRawBufferPointer) -> any Error) {
+    init(tree: String, missing: ((UnsafeRawBufferPointer) -> any Error)?) {
         self.tree = tree
         self.missing = missing
     }
@@ -44,7 +46,10 @@ struct IndexedFetch {
         try engine.withValues(keys, in: tree) { i, value in
             guard more else { return }
             try keys.withKey(at: i) { key in
-                guard let value else { throw missing(key) }
+                guard let value else {
+                    if let missing { throw missing(key) }
+                    return
+                }
                 more = try visit(key, value)
             }
         }

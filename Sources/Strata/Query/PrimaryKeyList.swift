@@ -3,6 +3,7 @@ import StrataEngine
 /// Primary keys gathered from trees (an index's entries, a union's or an intersection's
 /// parts), held in one byte buffer with a span per key: no allocation per key. Sorted, it
 /// names records in the order that costs least to read them (neighbours share leaves).
+/// The planner sorts an `IN` list's keys with it too.
 struct PrimaryKeyList {
     private var bytes: [UInt8] = []
     private var spans: [(start: Int, count: Int)] = []
