@@ -28,7 +28,7 @@ struct BloomFilter {
     static func hash(_ key: UnsafeRawBufferPointer) -> UInt64 { XXH64.hash(key) }
 
     mutating func insert(hash: UInt64) {
-        let block = firstWord(of: hash)
+        let block = Self.firstWord(of: hash, blockMask: blockMask)
         words.withUnsafeMutableBufferPointer { words in
             for probe in 0 ..< Self.probes {
                 let bit = Self.bit(probe, of: hash)
@@ -39,22 +39,42 @@ struct BloomFilter {
 
     /// False when no key with this hash was inserted; true when one may have been.
     @inline(__always)
-    func mayContain(hash: UInt64) -> Bool {
-        let block = firstWord(of: hash)
-        return words.withUnsafeBufferPointer { words in
-            for probe in 0 ..< Self.probes {
-                let bit = Self.bit(probe, of: hash)
-                if words[block + bit >> 6] & (1 << UInt64(bit & 63)) == 0 { return false }
+    func mayContain(hash: UInt64) -> Bool { probe.mayContain(hash: hash) }
+
+    /// Where this filter's words lie, for tests that need not reach the filter's array: valid
+    /// while the filter lives unchanged (a run's never changes once built).
+    var probe: Probe { words.withUnsafeBufferPointer { Probe(words: $0.baseAddress!, blockMask: blockMask) } }
+
+    /// A filter's tests, read from its words' address: `SortedRuns` keeps one per run side
+    /// by side, so a lookup asks for every run's block before testing any, and their misses
+    /// overlap instead of each run's object, then its words, then its block waiting in turn.
+    struct Probe {
+        let words: UnsafePointer<UInt64>
+        let blockMask: Int
+
+        /// Starts loading the block `hash` falls in.
+        @inline(__always)
+        func prefetch(hash: UInt64) {
+            prefetchLines(from: words + BloomFilter.firstWord(of: hash, blockMask: blockMask), count: MemoryLayout<UInt64>.stride)
+        }
+
+        /// False when no key with this hash was inserted; true when one may have been.
+        @inline(__always)
+        func mayContain(hash: UInt64) -> Bool {
+            let block = words + BloomFilter.firstWord(of: hash, blockMask: blockMask)
+            for probe in 0 ..< BloomFilter.probes {
+                let bit = BloomFilter.bit(probe, of: hash)
+                if block[bit >> 6] & (1 << UInt64(bit & 63)) == 0 { return false }
             }
             return true
         }
     }
 
-    /// The block's first word: from the hash's bits mixed again, so that the block and the
-    /// bits within it do not come from the same bits.
+    /// The first word of the block `hash` falls in: from the hash's bits mixed again, so
+    /// that the block and the bits within it do not come from the same bits.
     @inline(__always)
-    private func firstWord(of hash: UInt64) -> Int {
-        (Int(truncatingIfNeeded: (hash &* 0x9E37_79B9_7F4A_7C15) >> 32) & blockMask) * Self.wordsPerBlock
+    private static func firstWord(of hash: UInt64, blockMask: Int) -> Int {
+        (Int(truncatingIfNeeded: (hash &* 0x9E37_79B9_7F4A_7C15) >> 32) & blockMask) * wordsPerBlock
     }
 
     /// Bit `probe` of the block: nine bits of the hash each.

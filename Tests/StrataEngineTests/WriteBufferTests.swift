@@ -279,8 +279,53 @@ struct WriteBufferTests {
         let run = pending.takenAsRun()
         #expect(run.entries === pending.entries, "no copy")
         #expect(Self.contents(of: run).map(\.0) == [3, 5, 9].map(Self.key))
-        for n in [3, 5, 9] { #expect(Self.key(n).withUnsafeBytes { run.find($0, hash: BloomFilter.hash($0)) } != nil) }
-        #expect(Self.key(4).withUnsafeBytes { run.find($0, hash: BloomFilter.hash($0)) } == nil)
+        let runs = SortedRuns([run])
+        for n in [3, 5, 9] { #expect(Self.lookUp(n, in: runs) == .value(Self.value(n, 0))) }
+        #expect(Self.lookUp(4, in: runs) == .absent)
+    }
+
+    /// What the runs answer for `key(n)`.
+    enum Answer: Equatable { case absent, deleted, value([UInt8]) }
+
+    static func lookUp(_ n: Int, in runs: SortedRuns) -> Answer {
+        key(n).withUnsafeBytes { key in
+            switch runs.find(key, hash: BloomFilter.hash(key)) {
+            case .absent: return .absent
+            case .deleted: return .deleted
+            case .entry(let location):
+                return location.leaf.withUnchangingEntry(location.index) { _, value in
+                    guard case .inline(let bytes) = value else { return .value([]) }
+                    return .value(Array(bytes))
+                }
+            }
+        }
+    }
+
+    @Test("a lookup through many runs, filtered and not, finds each key's newest write, tombstones included, and nothing else")
+    func lookupThroughManyRunsFindsTheNewestWrite() throws {
+        // Twenty runs, newest first: small ones keep no filter, larger ones do; keys recur
+        // across runs with other versions, and some runs delete keys older runs hold.
+        var generator = SystemRandomNumberGenerator()
+        var model: [Int: Answer] = [:]
+        var runs: [BufferRun] = []
+        for version in 0 ..< 20 {
+            let pending = PendingWrites()
+            let size = version % 3 == 0 ? 8 : 40 + version * 7
+            for _ in 0 ..< size {
+                let n = Int.random(in: 0 ..< 600, using: &generator)
+                if Int.random(in: 0 ..< 5, using: &generator) == 0 {
+                    Self.key(n).withUnsafeBytes { pending.write($0, hash: BloomFilter.hash($0), nil, limits: NodeLimits(pageSize: 4096)) }
+                    model[n] = .deleted
+                } else {
+                    Self.put(n, version: version, into: pending)
+                    model[n] = .value(Self.value(n, version))
+                }
+            }
+            runs.insert(pending.sortedRun(), at: 0)
+        }
+        #expect(runs.contains { $0.filterProbe == nil } && runs.contains { $0.filterProbe != nil })
+        let sorted = SortedRuns(runs)
+        for n in 0 ..< 700 { #expect(Self.lookUp(n, in: sorted) == (model[n] ?? .absent), "key \(n)") }
     }
 
     @Test("pending writes out of key order, or with a key written twice, are sorted into a run of their own, the newest write winning")
