@@ -316,6 +316,25 @@ public enum StorageConformance {
                 try expect(found.map(\.id) == [2, 40], "got \(found.map(\.id))")
             }
         },
+        Check(name: "IN on a unique index returns the records it names, absent values skipped, in either order") { storage in
+            let users = (1 ... 300).map { Fixtures.user(Int64($0)) }
+            try storage.persist(users)
+            // More values than one batch; some name no record (an id never stored, an address
+            // no one has), one is repeated.
+            func email(_ i: Int) -> String { i % 10 == 0 ? "nobody\(i)@example.org" : Fixtures.user(Int64((i * 53) % 400)).email }
+            var emails: [String] = (0 ..< 130).map(email)
+            emails += [Fixtures.user(7).email, Fixtures.user(7).email]
+            let expected = users.filter { emails.contains($0.email) }
+            try expect(try storage.read(ConformanceUser.filter(.in(\.email, emails))).map(\.id) == expected.map(\.id), "primary-key order")
+            let byEmail = ConformanceUser.filter(.in(\.email, emails)).sorted(by: \.email, ascending: false)
+            let descending = expected.map(\.email).sorted(by: >)
+            try expect(try storage.read(byEmail).map(\.email) == descending, "index order, descending")
+            try expect(try storage.read(byEmail.offset(40).limit(6)).map(\.email) == Array(descending.dropFirst(40).prefix(6)), "a window")
+            try expect(try storage.count(ConformanceUser.filter(.in(\.email, emails))) == expected.count, "count")
+            let either = ConformanceUser.filter(.in(\.email, Array(emails.prefix(12))) || .in(\.id, [Int64(299), 1000]))
+            let eitherExpected = users.filter { emails.prefix(12).contains($0.email) || $0.id == 299 }
+            try expect(try storage.read(either).map(\.id) == eitherExpected.map(\.id), "OR with the primary key")
+        },
         Check(name: "IN on a composite primary key's first field reads every record under each value") { storage in
             for group in ["a", "b", "c"] { for n in 0 ..< 3 { try storage.create(ConformancePair(group: group, number: n, value: "\(group)\(n)")) } }
             let found = try storage.read(ConformancePair.filter(.in(\.group, ["c", "z", "a"])))

@@ -101,6 +101,19 @@ extension ChosenAccess {
     func primaryKeys(engine: any TreeReading, entry: CatalogEntry) throws -> PrimaryKeyList {
         let parts = keySets?.parts ?? [(source ?? .primaryKey, ranges)]
         func keys(of part: (source: Source, ranges: [KeyRange]), into list: inout PrimaryKeyList) throws {
+            if let exact = entry.exactKeys(of: part.source, part.ranges) {
+                // Points that each name one key: looked up a batch at a time, absent ones skipped.
+                let tree = if case .index(let name) = part.source { entry.indexTree(name) } else { entry.recordsTree }
+                let isIndex = part.source != .primaryKey
+                var lookups = IndexedFetch(tree: tree, missing: nil)
+                func gather(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Bool {
+                    list.append(isIndex ? value : key)
+                    return true
+                }
+                for key in exact { _ = try key.withUnsafeBytes { try lookups.add($0, engine: engine, visit: gather) } }
+                _ = try lookups.flush(engine: engine, visit: gather)
+                return
+            }
             for range in part.ranges {
                 switch part.source {
                 case .primaryKey:

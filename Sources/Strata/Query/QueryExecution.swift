@@ -105,21 +105,10 @@ struct QueryExecution<Record> {
         if more { _ = try fetch.flush(engine: engine, visit: visit) }
     }
 
-    /// The whole primary keys a primary-key access names one by one — an `==` or `IN` on a
-    /// primary key of one field — in the order of its ranges; nil when its ranges are not
-    /// such points (each a prefix that names any number of records).
+    /// The primary keys a primary-key access names one by one (`CatalogEntry.exactKeys`).
     private func exactPrimaryKeys(_ access: ChosenAccess) -> [[UInt8]]? {
-        guard access.source == .primaryKey, access.keySets == nil, entry.primaryKey.count == 1,
-              case .primaryKeyPoints = access.plan.access else { return nil }
-        var keys: [[UInt8]] = []
-        keys.reserveCapacity(access.ranges.count)
-        for range in access.ranges {
-            // A point is `KeyRange.startingWith(elements:)` of the key's one element: the
-            // records tree holds no other key that starts with it.
-            guard case .included(let key) = range.lower, range.upper == .excluded(KeyRange.afterElements(key)) else { return nil }
-            keys.append(key)
-        }
-        return keys
+        guard access.source == .primaryKey, access.keySets == nil else { return nil }
+        return entry.exactKeys(of: .primaryKey, access.ranges)
     }
 
     /// Visits the records of `keys` that exist, in the keys' order (backwards with
@@ -197,6 +186,20 @@ struct QueryExecution<Record> {
                 RecordError.corruptRecord(collection: collection, reason: "index '\(index)' names primary key \(Key(bytes: Array(key))) which has no record")
             }
             var fetch = IndexedFetch(tree: entry.recordsTree, missing: missing)
+            if let keys = entry.exactKeys(of: .index(index), ranges) {
+                // An `==` or `IN` on a unique index of one field: its entries looked up a
+                // batch at a time (values naming no entry skipped), their records likewise.
+                var entries = IndexedFetch(tree: entry.indexTree(index), missing: nil)
+                func fetchRecord(_ indexKey: UnsafeRawBufferPointer, _ primaryKey: UnsafeRawBufferPointer) throws -> Bool {
+                    try fetch.add(primaryKey, engine: engine, visit: visit)
+                }
+                for key in keys {
+                    guard try key.withUnsafeBytes({ try entries.add($0, engine: engine, visit: fetchRecord) }) else { return }
+                }
+                guard try entries.flush(engine: engine, visit: fetchRecord) else { return }
+                _ = try fetch.flush(engine: engine, visit: visit)
+                return
+            }
             // Walking backwards, entries with equal index values come in descending
             // primary-key order; each such group is emitted in ascending order, the tie
             // order of every other path. (A unique index has no ties, and its keys do not
