@@ -37,12 +37,8 @@ struct BloomFilter {
         }
     }
 
-    /// False when no key with this hash was inserted; true when one may have been.
-    @inline(__always)
-    func mayContain(hash: UInt64) -> Bool { probe.mayContain(hash: hash) }
-
-    /// Where this filter's words lie, for tests that need not reach the filter's array: valid
-    /// while the filter lives unchanged (a run's never changes once built).
+    /// This filter's membership test, read from where its words lie rather than through its
+    /// array: valid while the filter lives unchanged (a run's never changes once built).
     var probe: Probe { words.withUnsafeBufferPointer { Probe(words: $0.baseAddress!, blockMask: blockMask) } }
 
     /// A filter's tests, read from its words' address: `SortedRuns` keeps one per run side
