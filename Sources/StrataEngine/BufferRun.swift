@@ -157,8 +157,8 @@ final class BufferRun: @unchecked Sendable {
 
         /// The bytes of the entry at `position`, as encoded.
         var entry: UnsafeRawBufferPointer {
-            let end = position + 1 < count ? Int(starts.unsafelyUnwrapped[position + 1]) : bytes.count
-            return UnsafeRawBufferPointer(rebasing: bytes[Int(starts.unsafelyUnwrapped[position]) ..< end])
+            let start = Int(starts.unsafelyUnwrapped[position])
+            return UnsafeRawBufferPointer(rebasing: bytes[start ..< LeafNode.entry(in: bytes, at: start).end])
         }
 
         var isDeleted: Bool { run._withUnsafeGuaranteedRef { $0.deleted[position] } }
@@ -208,8 +208,8 @@ final class BufferRun: @unchecked Sendable {
         /// Appends entry `i` of `source` (its key greater than every key appended before),
         /// as a tombstone when `deleted`, with its count unresolved when `unresolved`.
         mutating func append(entry i: Int, of source: LeafNode, deleted isDeleted: Bool, unresolved isUnresolved: Bool) {
-            let start = Int(source.starts[i]), end = source.entryEnd(i)
-            append(entry: UnsafeRawBufferPointer(rebasing: source.bytes[start ..< end]), key: LeafNode.key(in: source.bytes, at: start),
+            let range = source.entryRange(i)
+            append(entry: UnsafeRawBufferPointer(rebasing: source.bytes[range]), key: LeafNode.key(in: source.bytes, at: range.lowerBound),
                    deleted: isDeleted, unresolved: isUnresolved)
         }
 

@@ -96,7 +96,9 @@ struct NodeWriter {
     /// kept in memory while the kept leaves' share lasts, else its address, with the page
     /// in the cache.
     static func written(_ leaf: LeafNode, payload: [UInt8], at address: FrameAddress, store: PageStore) throws -> Written {
-        let written = payload.count == leaf.storage.count
+        // The leaf itself when the page holds its bytes as they are; else the page decoded,
+        // packed in key order as a scan reads best (`LeafNode`).
+        let written = leaf.isPacked && payload.count == leaf.storage.count
             ? leaf
             : try PageCodec.decodeLeaf(payload, address: address, limits: store.limits, context: store.context(address.offset, "page"))
         if let kept = written.kept(at: address, in: store.keptLeaves) { return Written(address: address, kept: .leaf(kept)) }

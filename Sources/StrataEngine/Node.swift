@@ -102,9 +102,17 @@ enum LeafTag {
     static let pageKind: UInt8 = 1
 }
 
-/// A leaf node. Its entries are packed in `storage` exactly as in a leaf page payload —
-/// the kind byte, then for each entry `varint keyLength, key, tag, value` — so a page
-/// loaded from disk is used without re-encoding and a scan touches no per-entry objects.
+/// A leaf node. Its entries are encoded in `storage` as in a leaf page payload — the kind
+/// byte, then for each entry `varint keyLength, key, tag, value` — so a page loaded from
+/// disk is used without re-encoding and a scan touches no per-entry objects.
+///
+/// In memory the entries lie in the order they were written, as in an LMDB page: `starts`
+/// is in key order, and an insert appends the entry's bytes and moves only the starts and
+/// heads after it, not the bytes of the entries after it (a memmove of half the leaf, ~13%
+/// of W1's insert.single-tx at 1M; perf). A value replaced by one of another size is
+/// written again at the end and a removed entry left where it lay: `deadBytes` counts what
+/// no entry refers to, and the leaf is packed again once they are a quarter of it. A page
+/// is always written packed, in key order (`pagePayload`).
 ///
 /// Thread safety: a node is mutated only by the transaction whose id is `owner`, and only
 /// before that transaction commits; after that it is immutable and shared by snapshots.
@@ -134,6 +142,8 @@ final class LeafNode: @unchecked Sendable {
     /// The encoded size this leaf will have as a page (large inline values counted as
     /// overflow references).
     @exclusivity(unchecked) var pageBytes: Int
+    /// Bytes of `storage` no entry refers to: replaced values and removed entries.
+    @exclusivity(unchecked) private(set) var deadBytes: Int
     /// Where this leaf is stored, when it is the page a checkpoint or compaction wrote
     /// there and the tree keeps it in memory in place of the page's address (`kept(at:in:)`);
     /// nil for a leaf a transaction made or changed, and for one decoded from a page (the
@@ -147,9 +157,10 @@ final class LeafNode: @unchecked Sendable {
         self.init(owner: owner, storage: [LeafTag.pageKind], starts: [], heads: KeyHeads(), pageBytes: 1)
     }
 
-    init(owner: UInt64, storage: [UInt8], starts: [UInt32], heads: KeyHeads, pageBytes: Int,
+    init(owner: UInt64, storage: [UInt8], starts: [UInt32], heads: KeyHeads, pageBytes: Int, deadBytes: Int = 0,
          storedAt: FrameAddress? = nil, keptIn: (budget: KeptLeaves, cost: Int)? = nil) {
         self.owner = owner
+        self.deadBytes = deadBytes
         self.storedAt = storedAt
         self.keptIn = keptIn
         self.storage = storage
@@ -180,7 +191,7 @@ final class LeafNode: @unchecked Sendable {
     func kept(at address: FrameAddress, in budget: KeptLeaves) -> LeafNode? {
         let cost = PageStore.cost(of: .leaf(self))
         guard budget.reserve(cost) else { return nil }
-        return LeafNode(owner: 0, storage: storage, starts: starts, heads: heads, pageBytes: pageBytes,
+        return LeafNode(owner: 0, storage: storage, starts: starts, heads: heads, pageBytes: pageBytes, deadBytes: deadBytes,
                         storedAt: address, keptIn: (budget, cost))
     }
 
@@ -204,8 +215,14 @@ final class LeafNode: @unchecked Sendable {
     /// engine's puts. In a large tree the source is cold either way: perf of insert.batch
     /// at 1M showed the releases at a tenth of the load's samples before, and the copy's
     /// first reads of the source waiting for those lines after.)
+    ///
+    /// A leaf with dead bytes is copied packed (`packed(room:)`): the copy is made anyway.
     func copy(owner: UInt64, limits: NodeLimits) -> LeafNode {
         assert(heads.count == starts.count, "a leaf keeps one head per entry")
+        if deadBytes > 0 {
+            let (storage, starts) = packed(room: Self.room(after: bytes.count - deadBytes, limits: limits))
+            return LeafNode(owner: owner, storage: storage, starts: starts, heads: KeyHeads(copying: heads.probe, room: 8), pageBytes: pageBytes)
+        }
         return LeafNode(owner: owner, storage: [UInt8](copying: bytes.count, at: bytes.baseAddress, room: Self.room(after: bytes.count, limits: limits)),
                         starts: [UInt32](copying: heads.count, at: startsBase, room: 8), heads: KeyHeads(copying: heads.probe, room: 8),
                         pageBytes: pageBytes)
@@ -217,7 +234,47 @@ final class LeafNode: @unchecked Sendable {
 
     var count: Int { starts.count }
 
-    func entryEnd(_ i: Int) -> Int { i + 1 < starts.count ? Int(starts[i + 1]) : storage.count }
+    /// Where entry `i`'s bytes lie in `storage`.
+    func entryRange(_ i: Int) -> Range<Int> {
+        let start = Int(starts[i])
+        return start ..< Self.entry(in: bytes, at: start).end
+    }
+
+    /// Whether the entries lie in key order with nothing between them: `storage` is then
+    /// this leaf's page payload as it is.
+    var isPacked: Bool {
+        guard deadBytes == 0 else { return false }
+        return starts.withUnsafeBufferPointer { starts in
+            starts.indices.dropFirst().allSatisfy { starts[$0 - 1] < starts[$0] }
+        }
+    }
+
+    /// The entries as a page lays them out, in key order with nothing between them (the
+    /// kind byte first): `storage` itself when it is so already.
+    var pagePayload: [UInt8] { isPacked ? storage : packed(room: 0).storage }
+
+    /// The entries packed in key order, with `room` bytes reserved beyond them, and their
+    /// starts.
+    private func packed(room: Int) -> (storage: [UInt8], starts: [UInt32]) {
+        var packed: [UInt8] = []
+        packed.reserveCapacity(bytes.count - deadBytes + room)
+        packed.append(LeafTag.pageKind)
+        var packedStarts: [UInt32] = []
+        packedStarts.reserveCapacity(count + 8)
+        for i in 0 ..< count {
+            let range = entryRange(i)
+            packedStarts.append(UInt32(packed.count))
+            packed.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[range]))
+        }
+        return (packed, packedStarts)
+    }
+
+    /// Packs the entries in place once dead bytes are a quarter of `storage`.
+    private func packIfWasteful() {
+        guard deadBytes > 0, deadBytes &* 4 >= storage.count else { return }
+        (storage, starts) = packed(room: deadBytes)
+        deadBytes = 0
+    }
 
     /// The length at `p` of a page already validated (`PageCodec` checked every entry when
     /// it decoded the page, or built it), moving `p` past it: a one-byte fast path, and no
@@ -313,12 +370,22 @@ final class LeafNode: @unchecked Sendable {
     /// on its way. (A search compares heads and reads no entry, so without this the entry's
     /// line was a miss of its own after the search, about a quarter of a W1 get at 1M; perf.)
     /// The entry starts were prefetched with the heads (`prefetchForSearch`).
+    ///
+    /// Each entry's first two lines, its key and what follows: in memory the entries need not
+    /// lie side by side (`LeafNode`).
     @inline(__always)
     private func prefetchEntries(_ low: Int, _ high: Int, count: Int) {
-        guard let starts = startsBase, low < count else { return }
-        let first = Int(starts.load(fromByteOffset: low &* 4, as: UInt32.self))
-        let end = high < count ? Int(starts.load(fromByteOffset: high &* 4, as: UInt32.self)) &+ 16 : bytes.count
-        prefetchLines(from: bytes.baseAddress.map { $0 + first }, count: min(end, bytes.count) &- first)
+        guard let starts = startsBase, let base = bytes.baseAddress, low < count else { return }
+        for i in low ... min(high, count &- 1) {
+            let start = Int(starts.load(fromByteOffset: i &* 4, as: UInt32.self))
+            prefetchLines(from: base + start, count: min(128, bytes.count &- start))
+        }
+    }
+
+    /// Starts loading every line of this leaf's entries: for a walk through all of them.
+    @inline(__always)
+    func prefetchAll() {
+        prefetchLines(from: bytes.baseAddress, count: bytes.count)
     }
 
     /// The heads of the keys `storage` holds, after the prefix they share: when an inserted
@@ -389,51 +456,53 @@ final class LeafNode: @unchecked Sendable {
     }
 
     /// Inserts a new entry at `index` (the position `search` returned).
+    ///
+    /// The entry's bytes go at the end of `storage`; only the starts and heads after `index`
+    /// move. (`insert(contentsOf:at:)` of zeros went through the generic replaceSubrange:
+    /// 12% of a W1 load's instructions; hence the zeros appended in one copy.)
     func insert(at index: Int, key: UnsafeRawBufferPointer, value: ValueSlot, limits: NodeLimits) {
         let sizes = Self.entrySizes(keyCount: key.count, value: value, limits: limits)
-        let position = index < starts.count ? Int(starts[index]) : storage.count
-        // Grow at the end and move the tail up in one memmove, then write the entry into the
-        // gap. (`insert(contentsOf:at:)` of zeros went through the generic replaceSubrange:
-        // 12% of a W1 load's instructions.)
-        let tail = storage.count - position
+        let position = storage.count
         Self.appendZeros(sizes.memory, to: &storage)
         storage.withUnsafeMutableBytes { raw in
-            // copyMemory is a memmove: the regions may overlap.
-            if tail > 0 { (raw.baseAddress! + position + sizes.memory).copyMemory(from: raw.baseAddress! + position, byteCount: tail) }
             Self.write(key: key, value: value, into: UnsafeMutableRawBufferPointer(rebasing: raw[position ..< position + sizes.memory]))
         }
         starts.insertMoving(UInt32(position), at: index)
-        shiftStarts(after: index, by: sizes.memory)
         if !heads.insert(key, at: index) { rebuildHeads() }
         pageBytes += sizes.page
     }
 
-    /// Replaces the value of entry `index`, keeping its key: the new value is written after
-    /// the key where it lies, and the entries after it move once, by the difference in size.
-    /// The key's head and the entry's start stay. (Removing the entry and inserting it again
-    /// copied the key into an array of its own and moved the entries after it, their starts
-    /// and their heads twice: callgrind, W1's update phase at 100k records, 525M
-    /// instructions in the engine's puts before, 360M after.)
+    /// Replaces the value of entry `index`, keeping its key and head. A value of the same
+    /// encoded size is written where the old one lies; another is written with a copy of the
+    /// key at the end of `storage`, the old entry's bytes left dead. (Removing the entry and
+    /// inserting it again copied the key into an array of its own and moved the entries after
+    /// it, their starts and their heads twice: callgrind, W1's update phase at 100k records,
+    /// 525M instructions in the engine's puts before, 360M after.) A value lent from this
+    /// leaf stays valid: the lender holds the old array, and the first change copies it.
     func replaceValue(at index: Int, with value: ValueSlot, limits: NodeLimits) {
-        let start = Int(starts[index]), end = entryEnd(index)
+        let range = entryRange(index)
         let (keyCount, oldPage) = withEntry(index) { key, old in
             (key.count, Self.entrySizes(keyCount: key.count, value: old, limits: limits).page)
         }
         let sizes = Self.entrySizes(keyCount: keyCount, value: value, limits: limits)
-        let valueStart = start + varintSize(keyCount) + keyCount
-        let delta = sizes.memory - (end - start), tail = storage.count - end
-        // Grown first, shrunk last: the entries after it move within the array's bytes. (A
-        // value lent from this leaf stays valid: the lender holds the old array, and the
-        // first change copies it.)
-        if delta > 0 { Self.appendZeros(delta, to: &storage) }
-        storage.withUnsafeMutableBytes { raw in
-            // copyMemory is a memmove: the regions may overlap.
-            if delta != 0, tail > 0 { (raw.baseAddress! + end + delta).copyMemory(from: raw.baseAddress! + end, byteCount: tail) }
-            var writer = InPlaceWriter(UnsafeMutableRawBufferPointer(rebasing: raw[valueStart ..< start + sizes.memory]))
-            Self.writeValue(value, with: &writer)
+        let keyPart = varintSize(keyCount) + keyCount
+        if sizes.memory == range.count {
+            storage.withUnsafeMutableBytes { raw in
+                var writer = InPlaceWriter(UnsafeMutableRawBufferPointer(rebasing: raw[range.lowerBound + keyPart ..< range.upperBound]))
+                Self.writeValue(value, with: &writer)
+            }
+        } else {
+            let position = storage.count
+            Self.appendZeros(sizes.memory, to: &storage)
+            storage.withUnsafeMutableBytes { raw in
+                (raw.baseAddress! + position).copyMemory(from: raw.baseAddress! + range.lowerBound, byteCount: keyPart)
+                var writer = InPlaceWriter(UnsafeMutableRawBufferPointer(rebasing: raw[position + keyPart ..< position + sizes.memory]))
+                Self.writeValue(value, with: &writer)
+            }
+            starts[index] = UInt32(position)
+            deadBytes += range.count
+            packIfWasteful()
         }
-        if delta < 0 { storage.removeLast(-delta) }
-        if delta != 0 { shiftStarts(after: index, by: delta) }
         pageBytes += sizes.page - oldPage
     }
 
@@ -446,41 +515,45 @@ final class LeafNode: @unchecked Sendable {
         }
     }
 
+    /// Removes entry `index`; its bytes stay, dead, until the leaf is packed again.
     func removeEntry(at index: Int, limits: NodeLimits) {
-        let start = Int(starts[index]), end = entryEnd(index)
+        let range = entryRange(index)
         let pageSize = withEntry(index) { key, value in Self.entrySizes(keyCount: key.count, value: value, limits: limits).page }
-        storage.removeSubrange(start ..< end)
         starts.remove(at: index)
         heads.remove(at: index)
-        shiftStarts(after: index - 1, by: -(end - start))
         pageBytes -= pageSize
-    }
-
-    /// Moves the starts of the entries after `index` by `delta` bytes. One pass over the
-    /// buffer in wrapping arithmetic, which the compiler vectorizes: each start and its
-    /// result lie within the page, so the 32-bit sum is exact. (The element subscript of a
-    /// class's array checked uniqueness, bounds and overflow per entry: 12% of a W1 load's
-    /// instructions, ~660 per record put; callgrind.)
-    private func shiftStarts(after index: Int, by delta: Int) {
-        guard index + 1 < starts.count else { return }
-        let shift = UInt32(truncatingIfNeeded: delta)
-        starts.withUnsafeMutableBufferPointer { starts in
-            for i in index + 1 ..< starts.count { starts[i] &+= shift }
+        deadBytes += range.count
+        if count == 0 {
+            storage = [LeafTag.pageKind]
+            deadBytes = 0
+        } else {
+            packIfWasteful()
         }
     }
 
-    /// Moves the entries from `index` on into a new leaf and returns it.
+    /// Moves the entries from `index` on into a new leaf, packed, and returns it. This leaf
+    /// keeps the others, packed too.
     func splitOff(from index: Int, owner: UInt64, limits: NodeLimits) -> LeafNode {
         let right = LeafNode(owner: owner)
-        let cut = Int(starts[index])
+        let movedRanges = (index ..< count).map(entryRange)
+        let moved = 1 + movedRanges.reduce(0) { $0 + $1.count }
         // Room to fill a page, as a copy has (`copy(owner:limits:)`): the half grows by puts.
-        let moved = 1 + storage.count - cut
         right.storage.reserveCapacity(moved + Self.room(after: moved, limits: limits))
-        right.storage.append(contentsOf: storage[cut...])
-        right.starts = starts[index...].map { $0 - UInt32(cut) + 1 }
+        right.starts.reserveCapacity(movedRanges.count + 8)
+        for range in movedRanges {
+            right.starts.append(UInt32(right.storage.count))
+            right.storage.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[range]))
+        }
         right.heads = heads.splitOff(at: index)
-        storage.removeSubrange(cut...)
+        let wasPacked = isPacked
         starts.removeSubrange(index...)
+        if wasPacked {
+            storage.removeSubrange(Int(movedRanges[0].lowerBound)...)
+        } else {
+            deadBytes += moved - 1
+            (storage, starts) = packed(room: Self.room(after: storage.count - deadBytes, limits: limits))
+            deadBytes = 0
+        }
         // A half's keys may share a longer prefix than the whole's did.
         tightenHeads()
         right.tightenHeads()
@@ -493,36 +566,37 @@ final class LeafNode: @unchecked Sendable {
         return right
     }
 
-    /// Appends all entries of `other`, whose keys are all greater.
+    /// Appends all entries of `other`, whose keys are all greater (its dead bytes with them).
     func append(contentsOf other: LeafNode) {
         let base = UInt32(storage.count) - 1
         storage.append(contentsOf: other.storage[1...])
         starts.append(contentsOf: other.starts.map { $0 + base })
         if !heads.append(other.heads) { rebuildHeads() }
         pageBytes += other.pageBytes - 1
+        deadBytes += other.deadBytes
     }
 
     /// This leaf's encoded size as a page, measured entry by entry (`pageBytes` is kept
     /// by each change instead).
     func measuredPageBytes(limits: NodeLimits) -> Int {
-        var total = 1, p = 1
-        while p < bytes.count {
-            let entry = Self.entry(in: bytes, at: p)
+        var total = 1
+        for i in 0 ..< count {
+            let entry = Self.entry(in: bytes, at: Int(starts[i]))
             total += Self.entrySizes(keyCount: entry.key.count, value: entry.value, limits: limits).page
-            p = entry.end
         }
         return total
     }
 
-    /// The index at which to split so both halves have about the same encoded size.
+    /// The index at which to split so both halves have about the same encoded size: the
+    /// first entry that starts at or past half the live bytes, counted in key order.
     func balancedSplitIndex() -> Int {
-        let half = storage.count / 2
-        var low = 1, high = count - 1
-        while low < high {
-            let mid = (low + high) / 2
-            if Int(starts[mid]) < half { low = mid + 1 } else { high = mid }
+        let half = (storage.count - deadBytes) / 2
+        var start = 1
+        for i in 0 ..< count {
+            if i >= 1, start >= half { return min(i, count - 1) }
+            start += entryRange(i).count
         }
-        return max(1, min(low, count - 1))
+        return max(1, count - 1)
     }
 }
 

@@ -12,7 +12,7 @@ enum PageCodec {
                 return false
             }
         }
-        guard needsOverflow else { return leaf.storage }
+        guard needsOverflow else { return leaf.pagePayload }
         let out = LeafNode(owner: 0)
         for i in 0 ..< leaf.count {
             try leaf.withEntry(i) { key, value in

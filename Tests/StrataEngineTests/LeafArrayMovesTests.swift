@@ -2,8 +2,9 @@ import Testing
 @testable import StrataEngine
 
 /// The array moves a leaf makes without going through the arrays' generic paths
-/// (`insertMoving`, `init(copying:at:room:)`), and the page size a split leaves each half.
-@Suite("A leaf's array moves and split sizes")
+/// (`insertMoving`, `init(copying:at:room:)`), its entries written in arrival order with
+/// starts in key order, and the page size a split leaves each half.
+@Suite("A leaf's array moves, layout and split sizes")
 struct LeafArrayMovesTests {
     @Test("insertMoving puts the element where insert(_:at:) does, at every index", arguments: [0, 1, 2, 7, 33])
     func insertMovingMatchesInsert(count: Int) {
@@ -46,5 +47,63 @@ struct LeafArrayMovesTests {
         #expect(leaf.pageBytes == leaf.measuredPageBytes(limits: limits))
         #expect(right.pageBytes == right.measuredPageBytes(limits: limits))
         #expect(leaf.pageBytes + right.pageBytes - 1 == whole)
+    }
+
+    /// Checks `leaf` against `model` (key → value): its entries in key order, its page
+    /// payload decoding to the same, its page size measured, its dead bytes under a quarter.
+    private func expectMatches(_ leaf: LeafNode, _ model: [[UInt8]: [UInt8]], limits: NodeLimits, _ step: String) throws {
+        let expected = model.sorted { compareBytes($0.key, $1.key) < 0 }
+        let entries = (0 ..< leaf.count).map { i in leaf.withEntry(i) { key, value -> ([UInt8], [UInt8]) in
+            guard case .inline(let bytes) = value else { return (Array(key), []) }
+            return (Array(key), Array(bytes))
+        } }
+        #expect(entries.map(\.0) == expected.map(\.key), "keys, \(step)")
+        #expect(entries.map(\.1) == expected.map(\.value), "values, \(step)")
+        #expect(leaf.pageBytes == leaf.measuredPageBytes(limits: limits), "page size, \(step)")
+        #expect(leaf.deadBytes * 4 < max(leaf.storage.count, 4), "dead bytes, \(step)")
+        let page = try PageCodec.decodeLeaf(leaf.pagePayload, address: FrameAddress(offset: 1 << 20, length: 1), limits: limits,
+                                            context: CorruptionContext(path: "test", offset: 1 << 20, structure: "leaf"))
+        #expect(page.isPacked && page.storage == leaf.pagePayload, "page, \(step)")
+        #expect((0 ..< page.count).map { page.key(at: $0) } == expected.map(\.key), "page keys, \(step)")
+        for (key, _) in expected.prefix(5) {
+            #expect(key.withUnsafeBytes { leaf.search($0).found }, "search, \(step)")
+        }
+    }
+
+    @Test("inserts anywhere, replaced values of every size, removals, copies and splits keep a leaf's entries in key order and its page exact")
+    func arrivalOrderLayoutMatchesModel() throws {
+        let limits = NodeLimits(pageSize: 4096)
+        var rng = SeededGenerator(seed: 46)
+        var leaf = LeafNode(owner: 1)
+        var model: [[UInt8]: [UInt8]] = [:]
+        func value() -> [UInt8] { [UInt8](repeating: UInt8.random(in: 0 ... 255, using: &rng), count: Int.random(in: 0 ... 60, using: &rng)) }
+        for step in 0 ..< 3_000 {
+            let key = Array("k\(Int.random(in: 0 ..< 90, using: &rng))".utf8)
+            let (index, found) = key.withUnsafeBytes { leaf.search($0) }
+            switch Int.random(in: 0 ..< 10, using: &rng) {
+            case 0 ..< 5 where !found:
+                let v = value()
+                key.withUnsafeBytes { k in v.withUnsafeBytes { leaf.insert(at: index, key: k, value: .inline($0), limits: limits) } }
+                model[key] = v
+            case 0 ..< 7 where found:
+                let v = value()
+                v.withUnsafeBytes { leaf.replaceValue(at: index, with: .inline($0), limits: limits) }
+                model[key] = v
+            case 7 ..< 9 where found:
+                leaf.removeEntry(at: index, limits: limits)
+                model[key] = nil
+            case 9 where leaf.count >= 2:
+                // A split, the halves joined again: the right half appended to the left.
+                let right = leaf.splitOff(from: leaf.balancedSplitIndex(), owner: 1, limits: limits)
+                try expectMatches(right, model.filter { compareBytes($0.key, right.key(at: 0)) >= 0 }, limits: limits, "right half at \(step)")
+                leaf.append(contentsOf: right)
+            case 9:
+                leaf = leaf.copy(owner: 1, limits: limits)
+            default:
+                continue
+            }
+            try expectMatches(leaf, model, limits: limits, "step \(step)")
+        }
+        #expect(model.count > 20)
     }
 }

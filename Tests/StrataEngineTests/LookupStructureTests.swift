@@ -153,7 +153,7 @@ struct LookupStructureTests {
         #expect(leaf.heads.wholeLength == 9)
         expectSearches(leaf, "shared prefix")
         // Read back from its page: the same prefix, the same answers.
-        let page = try PageCodec.decodeLeaf(leaf.storage, address: FrameAddress(offset: 1 << 20, length: 1), limits: limits,
+        let page = try PageCodec.decodeLeaf(leaf.pagePayload, address: FrameAddress(offset: 1 << 20, length: 1), limits: limits,
                                             context: CorruptionContext(path: "test", offset: 1 << 20, structure: "leaf"))
         #expect(page.heads.prefixLength == 8)
         expectSearches(page, "decoded page")
