@@ -144,6 +144,10 @@ final class LeafNode: @unchecked Sendable {
     @exclusivity(unchecked) var pageBytes: Int
     /// Bytes of `storage` no entry refers to: replaced values and removed entries.
     @exclusivity(unchecked) private(set) var deadBytes: Int
+    /// Whether the entries lie in key order with nothing between them, as in a page:
+    /// `storage` is then this leaf's page payload as it is, and a walk or a search reads its
+    /// entries in address order. Kept by every change (an insert keeps it only at the end).
+    @exclusivity(unchecked) private(set) var isPacked: Bool
     /// Where this leaf is stored, when it is the page a checkpoint or compaction wrote
     /// there and the tree keeps it in memory in place of the page's address (`kept(at:in:)`);
     /// nil for a leaf a transaction made or changed, and for one decoded from a page (the
@@ -157,10 +161,14 @@ final class LeafNode: @unchecked Sendable {
         self.init(owner: owner, storage: [LeafTag.pageKind], starts: [], heads: KeyHeads(), pageBytes: 1)
     }
 
-    init(owner: UInt64, storage: [UInt8], starts: [UInt32], heads: KeyHeads, pageBytes: Int, deadBytes: Int = 0,
+    /// A leaf of `storage`'s entries; `packed` tells that they lie in key order with nothing
+    /// between them (`isPacked`), as in a page or a run.
+    init(owner: UInt64, storage: [UInt8], starts: [UInt32], heads: KeyHeads, pageBytes: Int, deadBytes: Int = 0, packed: Bool = true,
          storedAt: FrameAddress? = nil, keptIn: (budget: KeptLeaves, cost: Int)? = nil) {
+        assert(!packed || deadBytes == 0, "a packed leaf has no dead bytes")
         self.owner = owner
         self.deadBytes = deadBytes
+        self.isPacked = packed
         self.storedAt = storedAt
         self.keptIn = keptIn
         self.storage = storage
@@ -192,7 +200,7 @@ final class LeafNode: @unchecked Sendable {
         let cost = PageStore.cost(of: .leaf(self))
         guard budget.reserve(cost) else { return nil }
         return LeafNode(owner: 0, storage: storage, starts: starts, heads: heads, pageBytes: pageBytes, deadBytes: deadBytes,
-                        storedAt: address, keptIn: (budget, cost))
+                        packed: isPacked, storedAt: address, keptIn: (budget, cost))
     }
 
     deinit {
@@ -225,7 +233,7 @@ final class LeafNode: @unchecked Sendable {
         }
         return LeafNode(owner: owner, storage: [UInt8](copying: bytes.count, at: bytes.baseAddress, room: Self.room(after: bytes.count, limits: limits)),
                         starts: [UInt32](copying: heads.count, at: startsBase, room: 8), heads: KeyHeads(copying: heads.probe, room: 8),
-                        pageBytes: pageBytes)
+                        pageBytes: pageBytes, packed: isPacked)
     }
 
     /// The bytes to reserve beyond `count` in a leaf's storage so that it fills its page
@@ -240,13 +248,11 @@ final class LeafNode: @unchecked Sendable {
         return start ..< Self.entry(in: bytes, at: start).end
     }
 
-    /// Whether the entries lie in key order with nothing between them: `storage` is then
-    /// this leaf's page payload as it is.
-    var isPacked: Bool {
-        guard deadBytes == 0 else { return false }
-        return starts.withUnsafeBufferPointer { starts in
-            starts.indices.dropFirst().allSatisfy { starts[$0 - 1] < starts[$0] }
-        }
+    /// Whether `isPacked` tells the truth: the entries' starts ascend, no bytes are dead.
+    /// For assertions and tests.
+    var checkedIsPacked: Bool {
+        deadBytes == 0 && starts.indices.dropFirst().allSatisfy { starts[$0 - 1] < starts[$0] }
+            && (count == 0 || entryRange(count - 1).upperBound == storage.count)
     }
 
     /// The entries as a page lays them out, in key order with nothing between them (the
@@ -274,6 +280,7 @@ final class LeafNode: @unchecked Sendable {
         guard deadBytes > 0, deadBytes &* 4 >= storage.count else { return }
         (storage, starts) = packed(room: deadBytes)
         deadBytes = 0
+        isPacked = true
     }
 
     /// The length at `p` of a page already validated (`PageCodec` checked every entry when
@@ -371,21 +378,28 @@ final class LeafNode: @unchecked Sendable {
     /// line was a miss of its own after the search, about a quarter of a W1 get at 1M; perf.)
     /// The entry starts were prefetched with the heads (`prefetchForSearch`).
     ///
-    /// Each entry's first two lines, its key and what follows: in memory the entries need not
-    /// lie side by side (`LeafNode`).
+    /// In a leaf not packed (`isPacked`) the entries need not lie side by side: each one's
+    /// first line is asked for, where its key lies.
     @inline(__always)
     private func prefetchEntries(_ low: Int, _ high: Int, count: Int) {
         guard let starts = startsBase, let base = bytes.baseAddress, low < count else { return }
-        for i in low ... min(high, count &- 1) {
-            let start = Int(starts.load(fromByteOffset: i &* 4, as: UInt32.self))
-            prefetchLines(from: base + start, count: min(128, bytes.count &- start))
+        guard isPacked else {
+            for i in low ... min(high, count &- 1) {
+                strata_prefetch(base + Int(starts.load(fromByteOffset: i &* 4, as: UInt32.self)))
+            }
+            return
         }
+        let first = Int(starts.load(fromByteOffset: low &* 4, as: UInt32.self))
+        let end = high < count ? Int(starts.load(fromByteOffset: high &* 4, as: UInt32.self)) &+ 16 : bytes.count
+        prefetchLines(from: base + first, count: min(end, bytes.count) &- first)
     }
 
-    /// Starts loading every line of this leaf's entries: for a walk through all of them.
+    /// Starts loading every line of this leaf's entries, for a walk through all of them,
+    /// unless they lie in key order (`isPacked`): the processor's stream prefetch follows
+    /// such a walk by itself.
     @inline(__always)
-    func prefetchAll() {
-        prefetchLines(from: bytes.baseAddress, count: bytes.count)
+    func prefetchForWalk() {
+        if !isPacked { prefetchLines(from: bytes.baseAddress, count: bytes.count) }
     }
 
     /// The heads of the keys `storage` holds, after the prefix they share: when an inserted
@@ -467,6 +481,7 @@ final class LeafNode: @unchecked Sendable {
         storage.withUnsafeMutableBytes { raw in
             Self.write(key: key, value: value, into: UnsafeMutableRawBufferPointer(rebasing: raw[position ..< position + sizes.memory]))
         }
+        isPacked = isPacked && index == starts.count
         starts.insertMoving(UInt32(position), at: index)
         if !heads.insert(key, at: index) { rebuildHeads() }
         pageBytes += sizes.page
@@ -501,6 +516,7 @@ final class LeafNode: @unchecked Sendable {
             }
             starts[index] = UInt32(position)
             deadBytes += range.count
+            isPacked = false
             packIfWasteful()
         }
         pageBytes += sizes.page - oldPage
@@ -526,7 +542,9 @@ final class LeafNode: @unchecked Sendable {
         if count == 0 {
             storage = [LeafTag.pageKind]
             deadBytes = 0
+            isPacked = true
         } else {
+            isPacked = false
             packIfWasteful()
         }
     }
@@ -553,6 +571,7 @@ final class LeafNode: @unchecked Sendable {
             deadBytes += moved - 1
             (storage, starts) = packed(room: Self.room(after: storage.count - deadBytes, limits: limits))
             deadBytes = 0
+            isPacked = true
         }
         // A half's keys may share a longer prefix than the whole's did.
         tightenHeads()
@@ -574,6 +593,7 @@ final class LeafNode: @unchecked Sendable {
         if !heads.append(other.heads) { rebuildHeads() }
         pageBytes += other.pageBytes - 1
         deadBytes += other.deadBytes
+        isPacked = isPacked && other.isPacked
     }
 
     /// This leaf's encoded size as a page, measured entry by entry (`pageBytes` is kept

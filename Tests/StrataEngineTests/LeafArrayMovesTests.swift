@@ -61,9 +61,10 @@ struct LeafArrayMovesTests {
         #expect(entries.map(\.1) == expected.map(\.value), "values, \(step)")
         #expect(leaf.pageBytes == leaf.measuredPageBytes(limits: limits), "page size, \(step)")
         #expect(leaf.deadBytes * 4 < max(leaf.storage.count, 4), "dead bytes, \(step)")
+        #expect(!leaf.isPacked || leaf.checkedIsPacked, "a leaf said packed is, \(step)")
         let page = try PageCodec.decodeLeaf(leaf.pagePayload, address: FrameAddress(offset: 1 << 20, length: 1), limits: limits,
                                             context: CorruptionContext(path: "test", offset: 1 << 20, structure: "leaf"))
-        #expect(page.isPacked && page.storage == leaf.pagePayload, "page, \(step)")
+        #expect(page.isPacked && page.checkedIsPacked && page.storage == leaf.pagePayload, "page, \(step)")
         #expect((0 ..< page.count).map { page.key(at: $0) } == expected.map(\.key), "page keys, \(step)")
         for (key, _) in expected.prefix(5) {
             #expect(key.withUnsafeBytes { leaf.search($0).found }, "search, \(step)")
@@ -105,5 +106,21 @@ struct LeafArrayMovesTests {
             try expectMatches(leaf, model, limits: limits, "step \(step)")
         }
         #expect(model.count > 20)
+    }
+
+    @Test("a leaf filled in key order stays packed, its storage its page; an insert before its end unpacks it, and the page is the same")
+    func packedUntilAnInsertBeforeTheEnd() throws {
+        let limits = NodeLimits(pageSize: 4096)
+        let ordered = LeafNode(owner: 1), shuffled = LeafNode(owner: 1)
+        let keys = (0 ..< 30).map { Array("key\(100 + $0)".utf8) }
+        for (i, key) in keys.enumerated() {
+            key.withUnsafeBytes { ordered.insert(at: i, key: $0, value: .inline($0), limits: limits) }
+        }
+        #expect(ordered.isPacked && ordered.storage == ordered.pagePayload)
+        for key in keys.reversed() {
+            key.withUnsafeBytes { shuffled.insert(at: 0, key: $0, value: .inline($0), limits: limits) }
+        }
+        #expect(!shuffled.isPacked && shuffled.storage != shuffled.pagePayload)
+        #expect(shuffled.pagePayload == ordered.pagePayload)
     }
 }
