@@ -224,11 +224,11 @@ final class LeafNode: @unchecked Sendable {
     /// at 1M showed the releases at a tenth of the load's samples before, and the copy's
     /// first reads of the source waiting for those lines after.)
     ///
-    /// A leaf with dead bytes is copied packed (`packed(room:)`): the copy is made anyway.
+    /// A leaf with dead bytes is copied packed (`packed(_:roomFor:)`): the copy is made anyway.
     func copy(owner: UInt64, limits: NodeLimits) -> LeafNode {
         assert(heads.count == starts.count, "a leaf keeps one head per entry")
         if deadBytes > 0 {
-            let (storage, starts) = packed(room: Self.room(after: bytes.count - deadBytes, limits: limits))
+            let (storage, starts) = packed(0 ..< count, roomFor: limits)
             return LeafNode(owner: owner, storage: storage, starts: starts, heads: KeyHeads(copying: heads.probe, room: 8), pageBytes: pageBytes)
         }
         return LeafNode(owner: owner, storage: [UInt8](copying: bytes.count, at: bytes.baseAddress, room: Self.room(after: bytes.count, limits: limits)),
@@ -257,18 +257,23 @@ final class LeafNode: @unchecked Sendable {
 
     /// The entries as a page lays them out, in key order with nothing between them (the
     /// kind byte first): `storage` itself when it is so already.
-    var pagePayload: [UInt8] { isPacked ? storage : packed(room: 0).storage }
+    var pagePayload: [UInt8] {
+        assert(!isPacked || checkedIsPacked, "a leaf said packed is")
+        return isPacked ? storage : packed(0 ..< count, roomFor: nil).storage
+    }
 
-    /// The entries packed in key order, with `room` bytes reserved beyond them, and their
-    /// starts.
-    private func packed(room: Int) -> (storage: [UInt8], starts: [UInt32]) {
+    /// Entries `entries` packed in key order, the kind byte first, and their starts; with
+    /// room to fill a page of `limits` without growing (`room(after:limits:)`), for a leaf
+    /// that takes more puts.
+    private func packed(_ entries: Range<Int>, roomFor limits: NodeLimits?) -> (storage: [UInt8], starts: [UInt32]) {
+        let ranges = entries.map(entryRange)
+        let size = 1 + ranges.reduce(0) { $0 + $1.count }
         var packed: [UInt8] = []
-        packed.reserveCapacity(bytes.count - deadBytes + room)
+        packed.reserveCapacity(size + (limits.map { Self.room(after: size, limits: $0) } ?? 0))
         packed.append(LeafTag.pageKind)
         var packedStarts: [UInt32] = []
-        packedStarts.reserveCapacity(count + 8)
-        for i in 0 ..< count {
-            let range = entryRange(i)
+        packedStarts.reserveCapacity(ranges.count + 8)
+        for range in ranges {
             packedStarts.append(UInt32(packed.count))
             packed.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[range]))
         }
@@ -276,9 +281,9 @@ final class LeafNode: @unchecked Sendable {
     }
 
     /// Packs the entries in place once dead bytes are a quarter of `storage`.
-    private func packIfWasteful() {
+    private func packIfWasteful(limits: NodeLimits) {
         guard deadBytes > 0, deadBytes &* 4 >= storage.count else { return }
-        (storage, starts) = packed(room: deadBytes)
+        (storage, starts) = packed(0 ..< count, roomFor: limits)
         deadBytes = 0
         isPacked = true
     }
@@ -517,7 +522,7 @@ final class LeafNode: @unchecked Sendable {
             starts[index] = UInt32(position)
             deadBytes += range.count
             isPacked = false
-            packIfWasteful()
+            packIfWasteful(limits: limits)
         }
         pageBytes += sizes.page - oldPage
     }
@@ -539,37 +544,22 @@ final class LeafNode: @unchecked Sendable {
         heads.remove(at: index)
         pageBytes -= pageSize
         deadBytes += range.count
-        if count == 0 {
-            storage = [LeafTag.pageKind]
-            deadBytes = 0
-            isPacked = true
-        } else {
-            isPacked = false
-            packIfWasteful()
-        }
+        isPacked = false
+        // The last entry removed leaves only dead bytes: always a quarter, so packed here.
+        packIfWasteful(limits: limits)
     }
 
     /// Moves the entries from `index` on into a new leaf, packed, and returns it. This leaf
     /// keeps the others, packed too.
     func splitOff(from index: Int, owner: UInt64, limits: NodeLimits) -> LeafNode {
-        let right = LeafNode(owner: owner)
-        let movedRanges = (index ..< count).map(entryRange)
-        let moved = 1 + movedRanges.reduce(0) { $0 + $1.count }
         // Room to fill a page, as a copy has (`copy(owner:limits:)`): the half grows by puts.
-        right.storage.reserveCapacity(moved + Self.room(after: moved, limits: limits))
-        right.starts.reserveCapacity(movedRanges.count + 8)
-        for range in movedRanges {
-            right.starts.append(UInt32(right.storage.count))
-            right.storage.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[range]))
-        }
-        right.heads = heads.splitOff(at: index)
-        let wasPacked = isPacked
-        starts.removeSubrange(index...)
-        if wasPacked {
-            storage.removeSubrange(Int(movedRanges[0].lowerBound)...)
+        let (rightStorage, rightStarts) = packed(index ..< count, roomFor: limits)
+        let right = LeafNode(owner: owner, storage: rightStorage, starts: rightStarts, heads: heads.splitOff(at: index), pageBytes: 0)
+        if isPacked {
+            storage.removeSubrange(Int(starts[index])...)
+            starts.removeSubrange(index...)
         } else {
-            deadBytes += moved - 1
-            (storage, starts) = packed(room: Self.room(after: storage.count - deadBytes, limits: limits))
+            (storage, starts) = packed(0 ..< index, roomFor: limits)
             deadBytes = 0
             isPacked = true
         }
