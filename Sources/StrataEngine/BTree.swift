@@ -304,7 +304,7 @@ enum TreeReader {
     static func bufferedWrite(state: TreeState, key: UnsafeRawBufferPointer) -> Location?? {
         let hash = BloomFilter.hash(key)
         if let pending = state.pending, let i = pending.find(key, hash: hash) { return .some(pending.isDeleted(i) ? nil : (pending.entries, i)) }
-        switch state.runs?.find(key, hash: hash) ?? .absent {
+        switch state.findCommitted(key, hash: hash) {
         case .entry(let location): return .some(location)
         case .deleted: return .some(nil)
         case .absent: return nil

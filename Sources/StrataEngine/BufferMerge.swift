@@ -15,6 +15,8 @@ struct BufferMerge: @unchecked Sendable {
     let from: NodeRef?
     /// The runs it merged, newest first: the oldest runs of the state it read.
     let taken: [BufferRun]
+    /// The tail it merged (all the state it read had), newer than every run.
+    let takenTail: BufferTail.View?
     /// The tree with those runs merged in, by an owner no transaction has.
     let root: NodeRef?
     /// What the merge learnt of the taken runs' unresolved puts: how many keys they added.
@@ -26,21 +28,34 @@ struct BufferMerge: @unchecked Sendable {
     static func merging(_ state: TreeState, mutator: TreeMutator) throws -> BufferMerge {
         precondition(state.pending == nil, "a committed state has no pending writes")
         let merged = try TreeChanges.mergingBuffers(of: ["": state], mutator: mutator)[""]!
-        return BufferMerge(store: mutator.store, from: state.root, taken: state.runs?.runs ?? [], root: merged.root,
+        return BufferMerge(store: mutator.store, from: state.root, taken: state.runs?.runs ?? [], takenTail: state.tail, root: merged.root,
                            added: merged.entryCount &- state.entryCount)
     }
 
-    /// `state` with this merge in place of the runs it took, when `state` still starts from
-    /// what the merge read (in `store`); nil when it does not. A transaction's pending writes
-    /// stay: they are newer than every run, and none of them left its count to the merge
-    /// for a key the taken runs hold (a write finds such a key in the buffer).
+    /// `state` with this merge in place of the runs and the tail positions it took, when
+    /// `state` still starts from what the merge read (in `store`); nil when it does not. A
+    /// tail the merge took must still be the state's, from the same position: the writer
+    /// has only appended to it since (a sealed tail is a run the merge did not take). What
+    /// was appended stays, as do newer runs and a transaction's pending writes: none of
+    /// them left its count to the merge for a key the merge took (a write finds such a key
+    /// in the buffer).
     func installed(in state: TreeState, store: PageStore) -> TreeState? {
         guard store === self.store, Self.isSameTree(state.root, from),
-              let runs = state.runs?.runs, runs.count >= taken.count,
-              zip(runs.suffix(taken.count), taken).allSatisfy({ $0 === $1 }) else { return nil }
+              case .some(let newerTail) = remainder(of: state.tail) else { return nil }
+        let runs = state.runs?.runs ?? []
+        guard runs.count >= taken.count, zip(runs.suffix(taken.count), taken).allSatisfy({ $0 === $1 }) else { return nil }
         let newer = Array(runs.dropLast(taken.count))
         return TreeState(root: root, entryCount: state.entryCount &+ added,
-                         runs: newer.isEmpty ? nil : SortedRuns(newer), pending: state.pending)
+                         runs: newer.isEmpty ? nil : SortedRuns(newer), tail: newerTail, pending: state.pending)
+    }
+
+    /// What of `tail` this merge leaves: all of it when the merge took no tail, what was
+    /// appended since when it took this one (`.some(nil)`: nothing); nil when `tail` is not
+    /// the one the merge took.
+    private func remainder(of tail: BufferTail.View?) -> BufferTail.View?? {
+        guard let takenTail else { return .some(tail) }
+        guard let tail, tail.tail === takenTail.tail, tail.start == takenTail.start, tail.end >= takenTail.end else { return nil }
+        return .some(tail.end == takenTail.end ? nil : BufferTail.View(tail: tail.tail, start: takenTail.end, end: tail.end))
     }
 
     private static func isSameTree(_ a: NodeRef?, _ b: NodeRef?) -> Bool {

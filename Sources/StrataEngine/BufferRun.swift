@@ -105,12 +105,14 @@ final class BufferRun: @unchecked Sendable {
     /// The entries of `runs` (newest first) in one run, the newest entry of each key
     /// winning. Tombstones stay: an older run or the tree may still hold their keys. An
     /// older entry's unresolved count (`unresolved`) moves to the newest entry of its key.
+    /// One run is that run.
     ///
     /// Each run is read through a `RunReader`, which keeps its next key and that key's head:
     /// choosing the smallest compares heads and reads bytes only where they tie. Reading
     /// each run's next key through the run (an array of references, a closure per key) on
     /// every comparison was 9% of the writer's time in W1's insert.batch at 1M (perf).
     static func merging(_ runs: [BufferRun]) -> BufferRun {
+        if runs.count == 1 { return runs[0] }
         var builder = Builder(bytes: runs.reduce(0) { $0 + $1.entries.bytes.count }, entries: runs.reduce(0) { $0 + $1.count })
         return withExtendedLifetime(runs) {
             var readers = runs.map(RunReader.init)
@@ -352,7 +354,4 @@ final class SortedRuns: @unchecked Sendable {
     /// started a thread for every few commits: 4.1k commits/s against 7.3k with every
     /// merge of runs in the commit.)
     static let smallestMergedBeside = 256
-
-    /// All runs as one, newest winning: what a merge into the tree applies in key order.
-    func merged() -> BufferRun { runs.count == 1 ? runs[0] : BufferRun.merging(runs) }
 }

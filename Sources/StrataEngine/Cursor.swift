@@ -27,7 +27,8 @@ public final class Cursor {
         assert(state.pending == nil, "a cursor reads sorted runs: pending writes are sorted first (WriteTransaction.treeHandle)")
         self.store = store
         self.tree = TreeCursor(store: store, root: state.root)
-        self.merge = state.runs.map { RunMerge(runs: $0.runs) }
+        let runs = state.sortedRuns
+        self.merge = runs.isEmpty ? nil : RunMerge(runs: runs)
     }
 
     /// Whether the cursor is on an entry.

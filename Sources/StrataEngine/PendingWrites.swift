@@ -66,6 +66,11 @@ final class PendingWrites {
     /// The current entries, in no order.
     var current: [Int] { slots.compactMap { $0 == 0 ? nil : Int($0) - 1 } }
 
+    /// Calls `body` with each current entry, in no order.
+    func forEachCurrent(_ body: (Int) -> Void) {
+        for stored in slots where stored != 0 { body(Int(stored) - 1) }
+    }
+
     private func grow() {
         var larger = [Int32](repeating: 0, count: slots.count * 2)
         let mask = larger.count - 1

@@ -235,7 +235,8 @@ extension Database {
             trees: try snapshot.treeNames.map { name in
                 let state = snapshot.trees[name]!
                 return Statistics.Tree(name: name, entryCount: Int(try state.exactCount(store: snapshot.store)),
-                                       bufferedWrites: state.runs?.entries ?? 0, bufferedRuns: state.runs?.runs.count ?? 0)
+                                       bufferedWrites: state.bufferedEntries,
+                                       bufferedRuns: (state.runs?.runs.count ?? 0) + (state.tail == nil ? 0 : 1))
             })
     }
 

@@ -11,7 +11,10 @@ struct TreeState: @unchecked Sendable {
     /// The tree's write buffer: sorted runs newer than the tree (docs/WRITE-BUFFER.md); nil
     /// when nothing is buffered.
     var runs: SortedRuns? = nil
-    /// A write transaction's own buffered writes, newer than `runs`; nil in a snapshot.
+    /// The buffer's newest writes, small commits' as they wrote them, newer than `runs`
+    /// (`BufferTail`); nil when there are none.
+    var tail: BufferTail.View? = nil
+    /// A write transaction's own buffered writes, newer than `tail`; nil in a snapshot.
     var pending: PendingWrites? = nil
 
     /// The number of entries: `entryCount`, and what the buffered puts whose keys were not
@@ -20,6 +23,7 @@ struct TreeState: @unchecked Sendable {
     func exactCount(store: PageStore) throws -> UInt64 {
         var count = entryCount
         if let runs { for run in runs.runs { count &+= UInt64(try run.countOfUnresolved(store: store, root: root)) } }
+        if let tail { count &+= UInt64(try tail.tail.countOfUnresolved(in: tail, store: store, root: root)) }
         if let pending {
             for i in pending.current where pending.unresolved[i] {
                 let key = pending.entries.withUnchangingEntry(i) { key, _ in key }
@@ -33,7 +37,30 @@ struct TreeState: @unchecked Sendable {
 
     /// Whether reads must look at buffered writes before the tree.
     @inline(__always)
-    var isBuffered: Bool { runs != nil || pending != nil }
+    var isBuffered: Bool { runs != nil || tail != nil || pending != nil }
+
+    /// The buffer's sorted runs, newest first: the tail's as one (`BufferTail.run`), then
+    /// `runs`. What a cursor and a merge into the tree read.
+    var sortedRuns: [BufferRun] {
+        guard let tail else { return runs?.runs ?? [] }
+        return [tail.run] + (runs?.runs ?? [])
+    }
+
+    /// The newest write of `key` in the tail and the runs (a transaction's pending writes
+    /// aside); `hash` is its `BloomFilter.hash`.
+    @inline(__always)
+    func findCommitted(_ key: UnsafeRawBufferPointer, hash: UInt64) -> BufferHit {
+        if let tail {
+            let hit = tail.tail.find(key, hash: hash, in: tail)
+            if case .absent = hit {} else { return hit }
+        }
+        return runs?.find(key, hash: hash) ?? .absent
+    }
+
+    /// The entries the runs and the tail hold (tombstones and a key's older writes in
+    /// other runs included), and their bytes as encoded: what the merge policy weighs.
+    var bufferedEntries: Int { (runs?.entries ?? 0) + (tail?.count ?? 0) }
+    var bufferedBytes: Int { (runs?.bytes ?? 0) + (tail?.bytes ?? 0) }
 }
 
 /// One tree of a snapshot or transaction, as handed to the shared read operations.

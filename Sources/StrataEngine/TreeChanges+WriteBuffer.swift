@@ -113,7 +113,7 @@ extension TreeChanges {
     private mutating func bufferHit(at index: Dictionary<String, TreeState>.Index, key: UnsafeRawBufferPointer, hash: UInt64) -> Bool? {
         withState(at: index) { state in
             if let i = state.pending?.find(key, hash: hash) { return !state.pending!.isDeleted(i) }
-            switch state.runs?.find(key, hash: hash) ?? .absent {
+            switch state.findCommitted(key, hash: hash) {
             case .entry: return true
             case .deleted: return false
             case .absent: return nil
@@ -167,8 +167,8 @@ extension TreeChanges {
     /// Whether the buffer of the tree at `index` is due for a merge (`WriteBufferPolicy.isDue`).
     private mutating func isDue(at index: Dictionary<String, TreeState>.Index, policy: WriteBufferPolicy, hard: Bool) -> Bool {
         withState(at: index) { state in
-            policy.isDue(entries: (state.runs?.entries ?? 0) + (state.pending?.keys ?? 0),
-                         bytes: (state.runs?.bytes ?? 0) + (state.pending?.entries.bytes.count ?? 0),
+            policy.isDue(entries: state.bufferedEntries + (state.pending?.keys ?? 0),
+                         bytes: state.bufferedBytes + (state.pending?.entries.bytes.count ?? 0),
                          treeEntries: state.entryCount, hard: hard)
         }
     }
@@ -217,13 +217,35 @@ extension TreeChanges {
         }
     }
 
-    /// Sorts the transaction's pending writes to the tree at `index` into its newest run:
-    /// at commit, and before a cursor, which reads in key order.
+    /// Moves the transaction's pending writes to the tree at `index` into its buffer: at
+    /// commit, and before a cursor, which reads in key order. Appended to the tail when
+    /// they fit (`BufferTail`); otherwise the tail is sealed into a run, and they start a
+    /// new tail, or, too many for one, become a run of their own, the newest.
     mutating func flushPending(at index: Dictionary<String, TreeState>.Index) {
         guard let pending = trees.values[index].pending else { return }
         trees.values[index].pending = nil
         guard pending.keys > 0 else { return }
-        let run = pending.takenAsRun()
+        if let tail = BufferTail.appending(pending, to: trees.values[index].tail) {
+            trees.values[index].tail = tail
+            return
+        }
+        sealTail(at: index)
+        if let tail = BufferTail.appending(pending, to: nil) {
+            trees.values[index].tail = tail
+        } else {
+            addRun(pending.takenAsRun(), at: index)
+        }
+    }
+
+    /// Makes the tail of the tree at `index` its newest run, and starts none: the next
+    /// small commit starts a new tail.
+    private mutating func sealTail(at index: Dictionary<String, TreeState>.Index) {
+        guard let tail = trees.values[index].tail else { return }
+        trees.values[index].tail = nil
+        addRun(tail.run, at: index)
+    }
+
+    private mutating func addRun(_ run: BufferRun, at index: Dictionary<String, TreeState>.Index) {
         trees.values[index].runs = trees.values[index].runs?.adding(run, mergesBesideWriter: buffer?.merges != nil) ?? SortedRuns([run])
     }
 
@@ -240,13 +262,13 @@ extension TreeChanges {
     mutating func settleBuffers(policy: WriteBufferPolicy, newOwner: () -> UInt64) throws {
         for index in treePositions() where trees.values[index].pending != nil { flushPending(at: index) }
         guard let merges = policy.merges else {
-            for index in treePositions() where trees.values[index].runs != nil { try mergeIfDue(at: index, policy: policy) }
+            for index in treePositions() where trees.values[index].isBuffered { try mergeIfDue(at: index, policy: policy) }
             for name in largestBuffers(over: policy.bytesLimit) { try mergeBuffer(at: try position(of: name)) }
             return
         }
         installFinishedMerges(merges)
         var due: [String: TreeState] = [:]
-        for index in treePositions() where trees.values[index].runs != nil {
+        for index in treePositions() where trees.values[index].isBuffered {
             try mergeIfDue(at: index, policy: policy)
             if isDue(at: index, policy: policy, hard: false) { due[trees.keys[index]] = trees.values[index] }
         }
@@ -278,11 +300,12 @@ extension TreeChanges {
     /// The trees whose runs, merged into their trees, bring the bytes of all buffers to
     /// `limit` or under, the largest first; none when they are there already.
     private func largestBuffers(over limit: Int) -> [String] {
-        var total = trees.values.reduce(0) { $0 + ($1.runs?.bytes ?? 0) }
+        var total = trees.values.reduce(0) { $0 + $1.bufferedBytes }
         guard total > limit else { return [] }
         var names: [String] = []
-        for (name, state) in trees.sorted(by: { ($0.value.runs?.bytes ?? 0) > ($1.value.runs?.bytes ?? 0) }) where total > limit {
-            guard let bytes = state.runs?.bytes else { break }
+        for (name, state) in trees.sorted(by: { $0.value.bufferedBytes > $1.value.bufferedBytes }) where total > limit {
+            let bytes = state.bufferedBytes
+            guard bytes > 0 else { break }
             names.append(name)
             total -= bytes
         }
@@ -296,8 +319,9 @@ extension TreeChanges {
     /// the tree half merged: the transaction can then only roll back (`failedMerge`).
     mutating func mergeBuffer(at index: Dictionary<String, TreeState>.Index) throws {
         flushPending(at: index)
-        guard let runs = trees.values[index].runs else { return }
-        let all = runs.merged()
+        let runs = trees.values[index].sortedRuns
+        guard !runs.isEmpty else { return }
+        let all = BufferRun.merging(runs)
         var added: UInt64 = 0
         do {
             for i in 0 ..< all.count {
@@ -316,6 +340,7 @@ extension TreeChanges {
         }
         trees.values[index].entryCount &+= added
         trees.values[index].runs = nil
+        trees.values[index].tail = nil
     }
 
     /// `trees` with every write buffer merged into its tree by `mutator`, whose owner must

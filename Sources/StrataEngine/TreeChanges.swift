@@ -54,7 +54,7 @@ struct TreeChanges {
     /// (a merge of a write buffer applies writes the count holds already).
     mutating func putInTree(at index: Dictionary<String, TreeState>.Index, key: UnsafeRawBufferPointer, value: ValueSlot,
                             replacing: Bool) throws -> Bool {
-        assert(trees.values[index].runs == nil && trees.values[index].pending == nil || buffer != nil,
+        assert(!trees.values[index].isBuffered || buffer != nil,
                "a write straight into a tree with buffered writes would be hidden by them")
         // Most puts go in place below the root, which then stays as it is: not storing it
         // back spares a retain and a release of the root per put (and their outlined copies

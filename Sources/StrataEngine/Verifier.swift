@@ -80,7 +80,7 @@ extension Inspector {
         guard !quick else { return faults }
         let snapshot = try database.snapshot()
         for name in snapshot.treeNames {
-            if let runs = snapshot.trees[name]!.runs { faults += Self.check(runs, of: name) }
+            faults += Self.check(snapshot.trees[name]!.sortedRuns, of: name)
         }
         // The count covers the write buffer's entries: checked against the tree they make
         // merged (copies by an owner of their own; the snapshot's trees stay as they are).
@@ -108,9 +108,9 @@ extension Inspector {
     /// Checks that each of a tree's buffered runs holds its keys in ascending order: a
     /// lookup's binary search and a cursor's merge rely on it. (Runs live in memory only,
     /// built from sorted writes; this guards the code that builds them.)
-    static func check(_ runs: SortedRuns, of tree: String) -> [Fault] {
+    static func check(_ runs: [BufferRun], of tree: String) -> [Fault] {
         var faults: [Fault] = []
-        for (number, run) in runs.runs.enumerated() {
+        for (number, run) in runs.enumerated() {
             for i in 1 ..< max(run.count, 1) where compareBytes(run.key(at: i - 1), run.key(at: i)) >= 0 {
                 faults.append(Fault(severity: .error, offset: 0, message: "tree '\(tree)': buffered run \(number) holds keys out of order at entry \(i)"))
                 break

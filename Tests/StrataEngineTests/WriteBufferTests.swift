@@ -155,7 +155,7 @@ struct WriteBufferTests {
         Dictionary(uniqueKeysWithValues: stride(from: 0, to: 400, by: 2).map { (key($0), value($0)) })
     }
 
-    @Test("a merge beside the writer is put in place by the next commit, which keeps the runs written since")
+    @Test("a merge beside the writer is put in place by the next commit, which keeps what was written since")
     func backgroundMergeIsInstalledByTheNextCommit() throws {
         let db = try Self.seeded(buffer: 16)
         var model = Self.seededModel()
@@ -171,7 +171,7 @@ struct WriteBufferTests {
             }
         }
         let tree = try db.statistics().trees[0]
-        #expect(tree.bufferedWrites == 3, "the merged runs gave way to the merged tree; the newer one stays")
+        #expect(tree.bufferedWrites == 3, "what the merge took gave way to the merged tree; what the tail gained since stays")
         #expect(tree.bufferedRuns == 1)
         #expect(tree.entryCount == model.count)
         try Self.expectTree(of: db, holds: model)
@@ -214,34 +214,22 @@ struct WriteBufferTests {
     func runsAreMergedBesideTheWriter() throws {
         let db = try Self.seeded()
         var model = Self.seededModel()
-        // Runs large enough to be worth a thread (`SortedRuns.smallestMergedBeside`).
+        // Runs large enough to be worth a thread (`SortedRuns.smallestMergedBeside`): each
+        // commit fills the tail, and the next one seals it.
         let size = SortedRuns.smallestMergedBeside
-        for run in 0 ..< 4 { try Self.commit((0 ..< size).map { 1_001 + 2 * (run * size + $0) }, to: db, model: &model) }
+        #expect(size == BufferTail.capacity)
+        for run in 0 ..< 5 { try Self.commit((0 ..< size).map { 1_001 + 2 * (run * size + $0) }, to: db, model: &model) }
         db.waitForWriteBufferMerge()
         #expect(try db.statistics().writeBufferRunMerges == 1)
-        #expect(try db.statistics().trees[0].bufferedRuns == 4, "merged, not yet in place: the commit only added its run")
+        #expect(try db.statistics().trees[0].bufferedRuns == 5, "merged, not yet in place: the commit only sealed the tail")
 
         try Self.commit([101], to: db, model: &model)
         let tree = try db.statistics().trees[0]
-        #expect(tree.bufferedRuns == 2, "the four runs gave way to one; the newer run stays")
-        #expect(tree.bufferedWrites == 4 * size + 1)
+        #expect(tree.bufferedRuns == 3, "the four runs gave way to one; the tail sealed since and the new tail stay")
+        #expect(tree.bufferedWrites == 5 * size + 1)
         #expect(tree.entryCount == model.count)
         try Self.expectTree(of: db, holds: model)
         #expect(try Inspector(db).verify().isEmpty)
-    }
-
-    @Test("the commit that adds the fourth small run of one size merges the four itself, whether merges run beside the writer or not",
-          arguments: [false, true])
-    func smallRunsAreMergedInTheCommit(background: Bool) throws {
-        // Small runs (one-record durable commits make them) are merged where a thread to
-        // merge them would cost more than the merge.
-        let db = try Self.seeded(background: background)
-        var model = Self.seededModel()
-        for first in stride(from: 1, to: 25, by: 6) { try Self.commit([first, first + 2, first + 4], to: db, model: &model) }
-        db.waitForWriteBufferMerge()
-        #expect(try db.statistics().writeBufferRunMerges == 0)
-        #expect(try db.statistics().trees[0].bufferedRuns == 1)
-        #expect(try allEntries(db.snapshot(), "t").count == model.count)
     }
 
     /// A run of each list's puts, newest first, as commits make them.

@@ -1,0 +1,133 @@
+import Testing
+@testable import StrataEngine
+
+/// The write buffer's tail (`BufferTail`, docs/WRITE-BUFFER.md "The tail"): small commits'
+/// writes appended as written, shared by every state through a view of its positions.
+@Suite("Write buffer tail")
+struct BufferTailTests {
+    typealias Support = WriteBufferTests
+
+    /// Commits `value(n, version)` for each of `keys`, one transaction each.
+    static func commitEach(_ keys: some Sequence<Int>, version: Int = 0, to db: Database, model: inout [[UInt8]: [UInt8]]) throws {
+        for n in keys {
+            try db.write { tx in try tx.put(Support.value(n, version), forKey: Support.key(n), in: "t") }
+            model[Support.key(n)] = Support.value(n, version)
+        }
+    }
+
+    static func tree(of db: Database) throws -> Statistics.Tree { try db.statistics().trees.first { $0.name == "t" }! }
+
+    @Test("small commits append to the tail: no run is made or merged, and every write is read back")
+    func smallCommitsAppendToTheTail() throws {
+        let db = try Support.seeded()
+        var model = Support.seededModel()
+        try Self.commitEach(stride(from: 1, to: 200, by: 2), to: db, model: &model)
+        let tree = try Self.tree(of: db)
+        #expect(tree.bufferedRuns == 1, "the tail, reported as one run")
+        #expect(tree.bufferedWrites == 100)
+        #expect(try db.statistics().writeBufferRunMerges == 0)
+        #expect(tree.entryCount == model.count)
+        for (key, value) in model { #expect(try db.snapshot().get(key, in: "t") == value) }
+        try Support.expectTree(of: db, holds: model)
+    }
+
+    @Test("a full tail is sealed into a run, and the next small commit starts a new tail")
+    func aFullTailIsSealed() throws {
+        let db = try Support.seeded()
+        var model = Support.seededModel()
+        try Self.commitEach((0 ..< BufferTail.capacity).map { 1_001 + 2 * $0 }, to: db, model: &model)
+        #expect(try Self.tree(of: db).bufferedRuns == 1)
+        try Self.commitEach([1], to: db, model: &model)
+        let tree = try Self.tree(of: db)
+        #expect(tree.bufferedRuns == 2, "the sealed run and the new tail")
+        #expect(tree.bufferedWrites == BufferTail.capacity + 1)
+        try Support.expectTree(of: db, holds: model)
+        #expect(try Inspector(db).verify().isEmpty)
+    }
+
+    @Test("a commit too large for the tail seals it and becomes a run of its own, and a later small commit starts a new tail")
+    func aLargeCommitBecomesARun() throws {
+        let db = try Support.seeded()
+        var model = Support.seededModel()
+        try Self.commitEach([1, 3], to: db, model: &model)
+        try Support.commit((0 ..< BufferTail.capacity + 1).map { 1_001 + 2 * $0 }, to: db, model: &model)
+        #expect(try Self.tree(of: db).bufferedRuns == 2, "the sealed tail and the large commit's run")
+        try Self.commitEach([5], to: db, model: &model)
+        #expect(try Self.tree(of: db).bufferedRuns == 3)
+        try Support.expectTree(of: db, holds: model)
+    }
+
+    @Test("a snapshot reads the tail as it was when taken, while later commits append to it and seal it")
+    func aSnapshotKeepsItsView() throws {
+        let db = try Support.seeded()
+        var model = Support.seededModel()
+        try Self.commitEach(stride(from: 1, to: 21, by: 2), to: db, model: &model)
+        let snapshot = try db.snapshot()
+        let then = model
+        // Rewrites of the snapshot's keys, new keys, and a seal.
+        try Self.commitEach(stride(from: 1, to: 21, by: 2), version: 1, to: db, model: &model)
+        try Self.commitEach((0 ..< BufferTail.capacity).map { 1_001 + 2 * $0 }, to: db, model: &model)
+        let entries = try allEntries(snapshot, "t")
+        #expect(entries.map(\.0) == then.keys.sorted { $0.lexicographicallyPrecedes($1) })
+        #expect(entries.allSatisfy { then[$0.0] == $0.1 })
+        for n in stride(from: 1, to: 21, by: 2) { #expect(try snapshot.get(Support.key(n), in: "t") == Support.value(n, 0)) }
+        #expect(try snapshot.get(Support.key(1_001), in: "t") == nil)
+        try Support.expectTree(of: db, holds: model)
+    }
+
+    @Test("writes a rolled-back transaction put in the tail (for its cursor) are written over by the next commit, and no reader sees them")
+    func rolledBackTailWritesAreWrittenOver() throws {
+        let db = try Support.seeded()
+        var model = Support.seededModel()
+        try Self.commitEach([1, 3], to: db, model: &model)
+        let before = try db.snapshot()
+
+        let tx = try db.beginWrite()
+        for n in [5, 7, 9] { try tx.put(Support.value(n), forKey: Support.key(n), in: "t") }
+        // A cursor reads in key order: the pending writes go to the tail first.
+        #expect(try allEntries(tx, "t").count == model.count + 3)
+        tx.rollback()
+
+        // As many keys again, so the next view ends where the rolled-back one did.
+        try Support.commit([11, 13, 15], to: db, model: &model)
+        try Support.expectTree(of: db, holds: model)
+        for n in [5, 7, 9] { #expect(try db.snapshot().get(Support.key(n), in: "t") == nil) }
+        #expect(try allEntries(before, "t").count == model.count - 3)
+        #expect(try Self.tree(of: db).entryCount == model.count)
+    }
+
+    @Test("rewrites and deletes in the tail read as their newest write, and the count stays exact whether the keys were in the tree or not")
+    func tailRewritesAndDeletesKeepTheCountExact() throws {
+        let db = try Support.seeded()
+        var model = Support.seededModel()
+        // Replacing puts of keys the tree holds (even) and lacks (odd): their count is
+        // left unresolved until asked.
+        try Self.commitEach(0 ..< 30, to: db, model: &model)
+        try Self.commitEach(10 ..< 20, version: 1, to: db, model: &model)
+        for n in [0, 1, 12, 13, 40, 41] {
+            _ = try db.write { tx in try tx.delete(Support.key(n), in: "t") }
+            model[Support.key(n)] = nil
+        }
+        #expect(try db.read { try $0.count(in: "t") } == model.count)
+        #expect(try Self.tree(of: db).entryCount == model.count)
+        try Support.expectTree(of: db, holds: model)
+        #expect(try Inspector(db).verify().isEmpty)
+    }
+
+    @Test("a merge beside the writer that took the tail is dropped once the tail is sealed before it is installed, and nothing is lost")
+    func aMergeOfASealedTailIsDropped() throws {
+        let db = try Support.seeded(buffer: 200)
+        var model = Support.seededModel()
+        // 230 keys in the tail pass the limit of 200: a merge beside the writer takes them.
+        try Support.commit((0 ..< 230).map { 1 + 2 * $0 }, to: db, model: &model)
+        db.waitForWriteBufferMerge()
+        #expect(try db.statistics().writeBufferMerges == 1)
+        // Too many for what is left of the tail, too few to make the transaction merge:
+        // the commit seals the tail, then finds the merge stale.
+        try Support.commit((0 ..< 30).map { 1_001 + 2 * $0 }, to: db, model: &model)
+        db.waitForWriteBufferMerge()
+        try Support.expectTree(of: db, holds: model)
+        #expect(try Self.tree(of: db).entryCount == model.count)
+        #expect(try Inspector(db).verify().isEmpty)
+    }
+}
