@@ -261,12 +261,21 @@ final class SortedRuns: @unchecked Sendable {
     /// Each run's filter (nil: it keeps none), in the runs' order, side by side: the runs
     /// hold the filters' words as long as these runs live.
     private let probes: [BloomFilter.Probe?]
+    /// Where `tier` neighbouring runs of `smallestMergedBeside` entries or more are of one
+    /// size class: the windows `tierWindow` may offer, once their runs are movable. Found
+    /// once, since the runs never change: every commit asks (`TreeChanges.startMergingRuns`),
+    /// and most commits leave the runs as they were (they append to the tail).
+    private let tierCandidates: [Int]
 
     init(_ runs: [BufferRun]) {
         self.runs = runs
         self.entries = runs.reduce(0) { $0 + $1.count }
         self.bytes = runs.reduce(0) { $0 + $1.entries.bytes.count }
         self.probes = runs.map(\.filterProbe)
+        self.tierCandidates = runs.count < Self.tier ? [] : (0 ... runs.count - Self.tier).filter { start in
+            runs[start].count >= Self.smallestMergedBeside
+                && runs[start ..< start + Self.tier].allSatisfy { Self.sizeClass($0) == Self.sizeClass(runs[start]) }
+        }
     }
 
     /// The newest entry of `key` in the runs; `hash` is its `BloomFilter.hash`.
@@ -336,10 +345,9 @@ final class SortedRuns: @unchecked Sendable {
     /// not small (`smallestMergedBeside`): the runs a merge beside the writer makes one
     /// (`RunsMerge`), the newest such first.
     func tierWindow() -> Range<Int>? {
-        guard runs.count >= Self.tier else { return nil }
-        for start in 0 ... runs.count - Self.tier where runs[start].count >= Self.smallestMergedBeside {
+        for start in tierCandidates {
             let window = start ..< start + Self.tier
-            if runs[window].allSatisfy({ $0.isMovable && Self.sizeClass($0) == Self.sizeClass(runs[start]) }) { return window }
+            if runs[window].allSatisfy(\.isMovable) { return window }
         }
         return nil
     }

@@ -47,6 +47,33 @@ package func keyHead(_ key: UnsafeRawBufferPointer) -> UInt64 {
     return head
 }
 
+/// The head of `key` after its first `skip` bytes (0 to 8): one load where the key has
+/// eight bytes past them, two shifts where it has eight in all, zero-padded. Heads taken
+/// after the bytes a set of keys shares tell apart keys that agree on their first bytes
+/// (a typed key's tag and the high bytes of its id), which whole-key heads leave tied.
+@inline(__always)
+func keyHead(_ key: UnsafeRawBufferPointer, after skip: Int) -> UInt64 {
+    if key.count >= skip &+ 8 { return UInt64(bigEndian: key.loadUnaligned(fromByteOffset: skip, as: UInt64.self)) }
+    guard key.count >= 8 else { return keyHead(key) << (8 &* UInt64(truncatingIfNeeded: skip)) }
+    // The key's last eight bytes, shifted so that byte `skip` leads (by one to eight
+    // bytes: a shift by 64 leaves zero).
+    let last = UInt64(bigEndian: key.loadUnaligned(fromByteOffset: key.count &- 8, as: UInt64.self))
+    return last << (8 &* UInt64(truncatingIfNeeded: skip &- (key.count &- 8)))
+}
+
+/// How many of their first eight bytes all `count` keys share, `key(i)` being the `i`-th
+/// (in any order): what `keyHead(_:after:)` may skip.
+func sharedHeadBytes(count: Int, key: (Int) -> UnsafeRawBufferPointer) -> Int {
+    guard count > 1 else { return 0 }
+    let first = key(0), firstHead = keyHead(first)
+    var shared = min(first.count, 8)
+    for i in 1 ..< count where shared > 0 {
+        let next = key(i)
+        shared = min(shared, next.count, (keyHead(next) ^ firstHead).leadingZeroBitCount / 8)
+    }
+    return shared
+}
+
 @inlinable
 func compareBytes(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Int {
     a.withUnsafeBytes { compareBytes($0, b) }

@@ -176,17 +176,8 @@ extension KeyHeads {
         /// (callgrind: ~80 instructions; at 1M records also a cache miss).
         fileprivate(set) var wholeLength = -1
 
-        /// The head of `key` after its first `skip` bytes: one load where the key has eight
-        /// bytes past them, two shifts where it has eight in all, zero-padded.
         @inline(__always)
-        fileprivate static func head(of key: UnsafeRawBufferPointer, after skip: Int) -> UInt64 {
-            if key.count >= skip &+ 8 { return UInt64(bigEndian: key.loadUnaligned(fromByteOffset: skip, as: UInt64.self)) }
-            guard key.count >= 8 else { return keyHead(key) << (8 &* UInt64(truncatingIfNeeded: skip)) }
-            // The key's last eight bytes, shifted so that byte `skip` leads (by one to eight
-            // bytes: a shift by 64 leaves zero).
-            let last = UInt64(bigEndian: key.loadUnaligned(fromByteOffset: key.count &- 8, as: UInt64.self))
-            return last << (8 &* UInt64(truncatingIfNeeded: skip &- (key.count &- 8)))
-        }
+        fileprivate static func head(of key: UnsafeRawBufferPointer, after skip: Int) -> UInt64 { keyHead(key, after: skip) }
 
         /// Where `key` stands against the keys that have the prefix.
         fileprivate enum Standing {

@@ -15,8 +15,9 @@ final class PendingWrites {
     /// (or when a count asks: `TreeState.exactCount`). A later write of the key inherits it.
     private(set) var unresolved = EntryFlags()
     /// Open addressing, linear probing: entry index + 1, or 0 for an empty slot. At most
-    /// half full.
-    private var slots: [Int32] = Array(repeating: 0, count: 64)
+    /// half full. Small at first: most transactions write a few keys to a tree, and each
+    /// allocates its own table.
+    private var slots: [Int32] = Array(repeating: 0, count: 16)
     /// The keys held (the table's used slots).
     private(set) var keys = 0
 
@@ -104,14 +105,16 @@ final class PendingWrites {
         }
     }
 
-    /// The current write of every key, in key order, as a run. Sorted by key heads
-    /// (`keyHead`) in linear time (`HeadSort`), the bytes compared only where heads tie: a
-    /// sort comparing each pair's bytes was 6% of W1's insert.batch with a buffer
-    /// (callgrind, 100k records).
+    /// The current write of every key, in key order, as a run. Sorted by key heads taken
+    /// after the bytes all the keys share (`keyHead(_:after:)`) in linear time
+    /// (`HeadSort`), the bytes compared only where heads tie: a sort comparing each pair's
+    /// bytes was 6% of W1's insert.batch with a buffer (callgrind, 100k records).
     func sortedRun() -> BufferRun {
         let leaf = entries
         func key(_ i: Int32) -> UnsafeRawBufferPointer { leaf.withUnchangingEntry(Int(i)) { key, _ in key } }
-        var order = slots.compactMap { $0 == 0 ? nil : (head: keyHead(key($0 - 1)), entry: $0 - 1) }
+        var order = slots.compactMap { $0 == 0 ? nil : (head: UInt64(0), entry: $0 - 1) }
+        let skip = sharedHeadBytes(count: order.count) { key(order[$0].entry) }
+        for i in order.indices { order[i].head = keyHead(key(order[i].entry), after: skip) }
         HeadSort.sort(&order, group: { _ in 0 }, head: \.head) { compareBytes(key($0.entry), key($1.entry)) < 0 }
         var builder = BufferRun.Builder(bytes: leaf.bytes.count, entries: order.count)
         for (_, entry) in order {

@@ -9,7 +9,8 @@ public struct Statistics: Sendable, Equatable {
         /// Of those writes, how many wait in the tree's write buffer to be merged into it
         /// (puts and deletes; `Database.Options.writeBufferEntries`), in how many sorted runs.
         public var bufferedWrites: Int = 0
-        /// The sorted runs the buffered writes are in: a lookup searches each.
+        /// The sorted runs the buffered writes are in, the buffer's tail (small commits'
+        /// writes as they were written) counted as one: a lookup searches each.
         public var bufferedRuns: Int = 0
     }
 

@@ -131,3 +131,61 @@ struct BufferTailTests {
         #expect(try Inspector(db).verify().isEmpty)
     }
 }
+
+/// Sorting keys by heads taken after the bytes they share (`sharedHeadBytes`,
+/// `keyHead(_:after:)`), as pending writes and a tail sort them into runs.
+@Suite("Sorting keys that share their first bytes")
+struct SharedPrefixSortTests {
+    /// Keys that agree on up to nine leading bytes, of every length from 2 to 12 (some a
+    /// prefix of others), with bytes at both ends of the range.
+    static func keys(seed: UInt64, count: Int) -> [[UInt8]] {
+        var rng = SeededGenerator(seed: seed)
+        let shared = Int.random(in: 0 ... 9, using: &rng)
+        return (0 ..< count).map { _ in
+            let length = Int.random(in: 2 ... 12, using: &rng)
+            return (0 ..< length).map { i in i < shared ? 7 : [0, 1, 7, 254, 255].randomElement(using: &rng)! }
+        }
+    }
+
+    @Test("pending writes sort into a run in the keys' byte order, each key once, the newest write winning",
+          arguments: [1, 2, 3, 4, 5, 6] as [UInt64])
+    func pendingWritesSortByBytes(seed: UInt64) {
+        let keys = Self.keys(seed: seed, count: 300)
+        let pending = PendingWrites()
+        for (version, key) in keys.enumerated() {
+            key.withUnsafeBytes { k in
+                [UInt8(truncatingIfNeeded: version)].withUnsafeBytes {
+                    pending.write(k, hash: BloomFilter.hash(k), .inline($0), limits: NodeLimits(pageSize: 4096))
+                }
+            }
+        }
+        let run = pending.sortedRun()
+        let expected = Set(keys).sorted { $0.lexicographicallyPrecedes($1) }
+        #expect((0 ..< run.count).map { Array(run.key(at: $0)) } == expected)
+        let newest = Dictionary(keys.enumerated().map { ($1, UInt8(truncatingIfNeeded: $0)) }) { _, later in later }
+        for i in 0 ..< run.count {
+            let (key, value) = run.entries.withUnchangingEntry(i) { key, value -> ([UInt8], [UInt8]?) in
+                guard case .inline(let bytes) = value else { return (Array(key), nil) }
+                return (Array(key), Array(bytes))
+            }
+            #expect(value == [newest[key]!])
+        }
+    }
+
+    @Test("the bytes all keys share are found whatever their order and length")
+    func sharedBytesOfKeys() {
+        func shared(_ keys: [[UInt8]]) -> Int {
+            let buffers = keys.map { key in
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: key.count, alignment: 1)
+                buffer.copyBytes(from: key)
+                return buffer
+            }
+            defer { buffers.forEach { $0.deallocate() } }
+            return sharedHeadBytes(count: buffers.count) { UnsafeRawBufferPointer(buffers[$0]) }
+        }
+        #expect(shared([[1, 2, 3, 4, 5, 6, 7, 8, 9, 1], [1, 2, 3, 4, 5, 6, 7, 8, 9, 2]]) == 8, "at most a head's eight")
+        #expect(shared([[1, 2, 3, 9], [1, 2, 3, 4, 5], [1, 2, 7]]) == 2)
+        #expect(shared([[1, 2], [1, 2, 3, 4]]) == 2, "no more than the shortest key")
+        #expect(shared([[5]]) == 0, "one key shares nothing to skip")
+    }
+}
