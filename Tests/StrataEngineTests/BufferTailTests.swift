@@ -1,3 +1,5 @@
+import Dispatch
+import Synchronization
 import Testing
 @testable import StrataEngine
 
@@ -110,6 +112,87 @@ struct BufferTailTests {
         }
         #expect(try db.read { try $0.count(in: "t") } == model.count)
         #expect(try Self.tree(of: db).entryCount == model.count)
+        try Support.expectTree(of: db, holds: model)
+        #expect(try Inspector(db).verify().isEmpty)
+    }
+
+    @Test("readers on other threads see every snapshot whole while the writer appends to the tail, seals it, rolls back and merges",
+          arguments: [16, 1_000_000])
+    func readersSeeWholeSnapshotsWhileTheTailChanges(buffer: Int) throws {
+        let db = try Support.seeded(buffer: buffer)
+        var model = Support.seededModel()
+        // The model as of each commit's sequence, and what readers saw at each sequence.
+        let history = Mutex<[UInt64: [[UInt8]: [UInt8]]]>([try db.snapshot().sequence: model])
+        let seen = Mutex<[(sequence: UInt64, entries: [([UInt8], [UInt8])], count: Int, found: [UInt8: [UInt8]?])]>([])
+        let done = Atomic<Bool>(false)
+        var rng = SeededGenerator(seed: UInt64(buffer))
+        let probes = [0, 1, 2, 3, 201, 399, 400, 401]
+        // Two readers: whole snapshots, as fast as they come, until the writer is done.
+        let readers = DispatchGroup()
+        let reading = DispatchSemaphore(value: 0)
+        for _ in 0 ..< 2 {
+            DispatchQueue.global().async(group: readers) {
+                var first = true
+                while first || !done.load(ordering: .acquiring) {
+                    do {
+                        let snapshot = try db.snapshot()
+                        var found: [UInt8: [UInt8]?] = [:]
+                        for n in probes { found[UInt8(n % 256)] = try snapshot.get(Support.key(n), in: "t") }
+                        let observation = (snapshot.sequence, try allEntries(snapshot, "t"), try snapshot.count(in: "t"), found)
+                        seen.withLock { $0.append(observation) }
+                        if first { reading.signal() }
+                        first = false
+                    } catch {
+                        Issue.record("a reader failed: \(error)")
+                        return
+                    }
+                }
+            }
+        }
+        defer { readers.wait() }
+        defer { done.store(true, ordering: .releasing) }
+        // The writer starts once both readers read.
+        for _ in 0 ..< 2 { reading.wait() }
+        for round in 0 ..< 400 {
+            if round % 9 == 4 {
+                // Writes a cursor puts in the tail, then given up.
+                let tx = try db.beginWrite()
+                for _ in 0 ..< 3 { try tx.put([0xEE], forKey: Support.key(Int.random(in: 0 ..< 420, using: &rng)), in: "t") }
+                _ = try allEntries(tx, "t")
+                tx.rollback()
+                continue
+            }
+            try db.write { tx in
+                for _ in 0 ..< Int.random(in: 1 ... 3, using: &rng) {
+                    let n = Int.random(in: 0 ..< 420, using: &rng)
+                    if Bool.random(using: &rng) {
+                        try tx.put(Support.value(n, round), forKey: Support.key(n), in: "t")
+                        model[Support.key(n)] = Support.value(n, round)
+                    } else {
+                        _ = try tx.delete(Support.key(n), in: "t")
+                        model[Support.key(n)] = nil
+                    }
+                }
+            }
+            let sequence = try db.snapshot().sequence
+            let now = model
+            history.withLock { $0[sequence] = now }
+        }
+        done.store(true, ordering: .releasing)
+        readers.wait()
+        let history_ = history.withLock { $0 }
+        let observations = seen.withLock { $0 }
+        #expect(Set(observations.map(\.sequence)).count > 2, "readers met the writer's commits")
+        for (sequence, entries, count, found) in observations {
+            guard let expected = history_[sequence] else {
+                Issue.record("a reader saw sequence \(sequence), which no commit made")
+                continue
+            }
+            #expect(entries.map(\.0) == expected.keys.sorted { $0.lexicographicallyPrecedes($1) }, "sequence \(sequence)")
+            #expect(entries.allSatisfy { expected[$0.0] == $0.1 }, "sequence \(sequence)")
+            #expect(count == expected.count, "sequence \(sequence)")
+            for n in probes { #expect(found[UInt8(n % 256)]! == expected[Support.key(n)], "sequence \(sequence), key \(n)") }
+        }
         try Support.expectTree(of: db, holds: model)
         #expect(try Inspector(db).verify().isEmpty)
     }
