@@ -173,20 +173,15 @@ final class BufferTail: @unchecked Sendable {
 
     private func sortedRun(_ view: View) -> BufferRun {
         // Newest first, and the sort is stable: of a key's writes, the newest comes first.
-        // Heads after the bytes all keys share: a tail's keys are often neighbours (ids
-        // written in turn), and whole-key heads tied them all (perf, W1 commit.durable: a
-        // seal compared bytes at every step of its sort).
-        let skip = sharedHeadBytes(count: view.count) { key(at: view.start + $0) }
-        var order = (view.start ..< view.end).reversed().map { (head: keyHead(key(at: $0), after: skip), position: Int32($0)) }
-        HeadSort.sort(&order, group: { _ in 0 }, head: \.head) { compareBytes(key(at: Int($0.position)), key(at: Int($1.position))) < 0 }
+        let order = HeadSort.inKeyOrder((view.start ..< view.end).reversed().map(Int32.init)) { key(at: Int($0)) }
         var builder = BufferRun.Builder(bytes: view.bytes, entries: order.count)
         var i = 0
         while i < order.count {
-            let newest = Int(order[i].position)
+            let newest = Int(order[i])
             var unresolved = slots[newest].unresolved
             i += 1
-            while i < order.count, compareBytes(key(at: Int(order[i].position)), key(at: newest)) == 0 {
-                unresolved = unresolved || slots[Int(order[i].position)].unresolved
+            while i < order.count, compareBytes(key(at: Int(order[i])), key(at: newest)) == 0 {
+                unresolved = unresolved || slots[Int(order[i])].unresolved
                 i += 1
             }
             let slot = slots[newest]

@@ -64,12 +64,9 @@ final class PendingWrites {
         if keys * 2 > slots.count { grow() }
     }
 
-    /// The current entries, in no order.
-    var current: [Int] { slots.compactMap { $0 == 0 ? nil : Int($0) - 1 } }
-
     /// Calls `body` with each current entry, in no order.
-    func forEachCurrent(_ body: (Int) -> Void) {
-        for stored in slots where stored != 0 { body(Int(stored) - 1) }
+    func forEachCurrent(_ body: (Int) throws -> Void) rethrows {
+        for stored in slots where stored != 0 { try body(Int(stored) - 1) }
     }
 
     private func grow() {
@@ -105,19 +102,15 @@ final class PendingWrites {
         }
     }
 
-    /// The current write of every key, in key order, as a run. Sorted by key heads taken
-    /// after the bytes all the keys share (`keyHead(_:after:)`) in linear time
-    /// (`HeadSort`), the bytes compared only where heads tie: a sort comparing each pair's
-    /// bytes was 6% of W1's insert.batch with a buffer (callgrind, 100k records).
+    /// The current write of every key, in key order, as a run. Sorted by key heads in linear
+    /// time (`HeadSort.inKeyOrder`), the bytes compared only where heads tie: a sort comparing
+    /// each pair's bytes was 6% of W1's insert.batch with a buffer (callgrind, 100k records).
     func sortedRun() -> BufferRun {
         let leaf = entries
-        func key(_ i: Int32) -> UnsafeRawBufferPointer { leaf.withUnchangingEntry(Int(i)) { key, _ in key } }
-        var order = slots.compactMap { $0 == 0 ? nil : (head: UInt64(0), entry: $0 - 1) }
-        let skip = sharedHeadBytes(count: order.count) { key(order[$0].entry) }
-        for i in order.indices { order[i].head = keyHead(key(order[i].entry), after: skip) }
-        HeadSort.sort(&order, group: { _ in 0 }, head: \.head) { compareBytes(key($0.entry), key($1.entry)) < 0 }
+        let current = slots.compactMap { $0 == 0 ? nil : $0 - 1 }
+        let order = HeadSort.inKeyOrder(current) { leaf.withUnchangingEntry(Int($0)) { key, _ in key } }
         var builder = BufferRun.Builder(bytes: leaf.bytes.count, entries: order.count)
-        for (_, entry) in order {
+        for entry in order {
             let i = Int(entry)
             builder.append(entry: i, of: leaf, deleted: isDeleted(i), unresolved: unresolved[i])
         }

@@ -25,7 +25,8 @@ struct TreeState: @unchecked Sendable {
         if let runs { for run in runs.runs { count &+= UInt64(try run.countOfUnresolved(store: store, root: root)) } }
         if let tail { count &+= UInt64(try tail.tail.countOfUnresolved(in: tail, store: store, root: root)) }
         if let pending {
-            for i in pending.current where pending.unresolved[i] {
+            try pending.forEachCurrent { i in
+                guard pending.unresolved[i] else { return }
                 let key = pending.entries.withUnchangingEntry(i) { key, _ in key }
                 // A tombstone carrying the count of a put of a key new to the tree adds back
                 // what its delete took; a put of such a key adds it.

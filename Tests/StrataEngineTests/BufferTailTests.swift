@@ -69,9 +69,7 @@ struct BufferTailTests {
         // Rewrites of the snapshot's keys, new keys, and a seal.
         try Self.commitEach(stride(from: 1, to: 21, by: 2), version: 1, to: db, model: &model)
         try Self.commitEach((0 ..< BufferTail.capacity).map { 1_001 + 2 * $0 }, to: db, model: &model)
-        let entries = try allEntries(snapshot, "t")
-        #expect(entries.map(\.0) == then.keys.sorted { $0.lexicographicallyPrecedes($1) })
-        #expect(entries.allSatisfy { then[$0.0] == $0.1 })
+        Support.expect(try allEntries(snapshot, "t"), match: then)
         for n in stride(from: 1, to: 21, by: 2) { #expect(try snapshot.get(Support.key(n), in: "t") == Support.value(n, 0)) }
         #expect(try snapshot.get(Support.key(1_001), in: "t") == nil)
         try Support.expectTree(of: db, holds: model)
@@ -188,8 +186,7 @@ struct BufferTailTests {
                 Issue.record("a reader saw sequence \(sequence), which no commit made")
                 continue
             }
-            #expect(entries.map(\.0) == expected.keys.sorted { $0.lexicographicallyPrecedes($1) }, "sequence \(sequence)")
-            #expect(entries.allSatisfy { expected[$0.0] == $0.1 }, "sequence \(sequence)")
+            Support.expect(entries, match: expected, "sequence \(sequence)")
             #expect(count == expected.count, "sequence \(sequence)")
             for n in probes { #expect(found[UInt8(n % 256)]! == expected[Support.key(n)], "sequence \(sequence), key \(n)") }
         }

@@ -146,9 +146,14 @@ struct WriteBufferTests {
 
     /// Expects tree "t" of `db`'s latest state to hold exactly `model`, in key order.
     static func expectTree(of db: Database, holds model: [[UInt8]: [UInt8]], sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let entries = try allEntries(db.snapshot(), "t")
-        #expect(entries.map(\.0) == model.keys.sorted { $0.lexicographicallyPrecedes($1) }, sourceLocation: sourceLocation)
-        #expect(entries.allSatisfy { model[$0.0] == $0.1 }, sourceLocation: sourceLocation)
+        expect(try allEntries(db.snapshot(), "t"), match: model, sourceLocation: sourceLocation)
+    }
+
+    /// Expects `entries`, as a scan read them, to be exactly `model`, in key order.
+    static func expect(_ entries: [([UInt8], [UInt8])], match model: [[UInt8]: [UInt8]], _ comment: Comment? = nil,
+                       sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(entries.map(\.0) == model.keys.sorted { $0.lexicographicallyPrecedes($1) }, comment, sourceLocation: sourceLocation)
+        #expect(entries.allSatisfy { model[$0.0] == $0.1 }, comment, sourceLocation: sourceLocation)
     }
 
     static func seededModel() -> [[UInt8]: [UInt8]] {
