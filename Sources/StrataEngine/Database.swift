@@ -140,7 +140,9 @@ public final class Database: Sendable {
         /// a thousand ran 1.4–2.1× as fast as with no buffer. Reads look at the buffer first
         /// (a filter check per run, and a search where it passes); a checkpoint, a
         /// compaction or `verify()` reads the buffer merged. Nothing changes on disk: every
-        /// buffered write is in the log. See docs/WRITE-BUFFER.md.
+        /// buffered write is in the log. A transaction that finds a tree empty gathers its
+        /// writes to it the same way and builds the tree from them in key order, full
+        /// leaves and all, when it is done with them. See docs/WRITE-BUFFER.md.
         ///
         /// ```swift
         /// var options = Database.Options()

@@ -14,12 +14,18 @@ final class PendingWrites {
     /// was not looked up, so whether it adds to the tree's count is known only at the merge
     /// (or when a count asks: `TreeState.exactCount`). A later write of the key inherits it.
     private(set) var unresolved = EntryFlags()
-    /// Open addressing, linear probing: entry index + 1, or 0 for an empty slot. At most
-    /// half full. Small at first: most transactions write a few keys to a tree, and each
+    /// Open addressing, linear probing, at most half full: 0 for an empty slot, else a
+    /// `Slot`. Small at first: most transactions write a few keys to a tree, and each
     /// allocates its own table.
-    private var slots: [Int32] = Array(repeating: 0, count: 16)
+    private var slots: [UInt64] = Array(repeating: 0, count: 16)
     /// The keys held (the table's used slots).
     private(set) var keys = 0
+    /// Whether these are the writes of a transaction that found the tree empty, unbuffered,
+    /// and filled it (`TreeChanges.bufferedPut`): built into a tree of full leaves when the
+    /// transaction is done with them (`builtTree`), not made a run.
+    let buildsTree: Bool
+
+    init(buildsTree: Bool = false) { self.buildsTree = buildsTree }
 
     /// The entry written last for `key`.
     /// - Parameter hash: The key's `BloomFilter.hash`, which a write computes once for the
@@ -28,11 +34,29 @@ final class PendingWrites {
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
         while true {
-            let stored = Int(slots[slot])
-            if stored == 0 { return nil }
-            if compareBytes(entries.withUnchangingEntry(stored - 1) { k, _ in k }, key) == 0 { return stored - 1 }
+            let stored = Slot(slots[slot])
+            if stored.isEmpty { return nil }
+            if stored.matches(hash), compareBytes(entries.withUnchangingEntry(stored.entry) { k, _ in k }, key) == 0 {
+                return stored.entry
+            }
             slot = (slot + 1) & mask
         }
+    }
+
+    /// A used slot: the entry (plus one, so that zero is empty) in its low 32 bits, the low
+    /// 32 bits of the key's hash in its high ones. A probe compares keys only where the
+    /// hashes agree, and growing the table needs no key: in a large first load
+    /// (`TreeLoad.swift`) each key read was a miss, a fifth of the transaction's time at
+    /// 10M records (perf), for probes passing other keys and for every rehash.
+    private struct Slot {
+        let bits: UInt64
+        init(_ bits: UInt64) { self.bits = bits }
+        init(entry: Int, hash: UInt64) { bits = hash << 32 | UInt64(entry + 1) }
+        var isEmpty: Bool { bits == 0 }
+        var entry: Int { Int(truncatingIfNeeded: bits & 0xFFFF_FFFF) - 1 }
+        /// The low 32 bits of the key's hash: where it goes in a table of up to 2³² slots.
+        var hash: UInt64 { bits >> 32 }
+        func matches(_ hash: UInt64) -> Bool { self.hash == hash & 0xFFFF_FFFF }
     }
 
     /// Whether entry `i` is a delete.
@@ -50,30 +74,31 @@ final class PendingWrites {
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
         while slots[slot] != 0 {
-            let previous = Int(slots[slot]) - 1
-            if compareBytes(entries.withUnchangingEntry(previous) { k, _ in k }, key) == 0 {
+            let stored = Slot(slots[slot])
+            let previous = stored.entry
+            if stored.matches(hash), compareBytes(entries.withUnchangingEntry(previous) { k, _ in k }, key) == 0 {
                 unresolved.append(isUnresolved || unresolved[previous], at: i)
-                slots[slot] = Int32(i + 1)
+                slots[slot] = Slot(entry: i, hash: hash).bits
                 return
             }
             slot = (slot + 1) & mask
         }
         unresolved.append(isUnresolved, at: i)
-        slots[slot] = Int32(i + 1)
+        slots[slot] = Slot(entry: i, hash: hash).bits
         keys += 1
         if keys * 2 > slots.count { grow() }
     }
 
     /// Calls `body` with each current entry, in no order.
     func forEachCurrent(_ body: (Int) throws -> Void) rethrows {
-        for stored in slots where stored != 0 { try body(Int(stored) - 1) }
+        for stored in slots where stored != 0 { try body(Slot(stored).entry) }
     }
 
     private func grow() {
-        var larger = [Int32](repeating: 0, count: slots.count * 2)
+        var larger = [UInt64](repeating: 0, count: slots.count * 2)
         let mask = larger.count - 1
         for stored in slots where stored != 0 {
-            var slot = Int(truncatingIfNeeded: BloomFilter.hash(entries.withUnchangingEntry(Int(stored) - 1) { k, _ in k })) & mask
+            var slot = Int(truncatingIfNeeded: Slot(stored).hash) & mask
             while larger[slot] != 0 { slot = (slot + 1) & mask }
             larger[slot] = stored
         }
@@ -107,13 +132,27 @@ final class PendingWrites {
     /// each pair's bytes was 6% of W1's insert.batch with a buffer (callgrind, 100k records).
     func sortedRun() -> BufferRun {
         let leaf = entries
-        let current = slots.compactMap { $0 == 0 ? nil : $0 - 1 }
-        let order = HeadSort.inKeyOrder(current) { leaf.withUnchangingEntry(Int($0)) { key, _ in key } }
+        let order = currentInKeyOrder()
         var builder = BufferRun.Builder(bytes: leaf.bytes.count, entries: order.count)
         for entry in order {
             let i = Int(entry)
             builder.append(entry: i, of: leaf, deleted: isDeleted(i), unresolved: unresolved[i])
         }
         return builder.finish()
+    }
+
+    /// The entries of the current write of every key, in key order.
+    ///
+    /// Gathered in the order they were written, so that the sort reads their keys from
+    /// one end of the entries to the other rather than in the table's (hash) order, which
+    /// missed the cache at every key of a large load.
+    func currentInKeyOrder() -> [Int32] {
+        let leaf = entries
+        var isCurrent = [Bool](repeating: false, count: leaf.count)
+        for stored in slots where stored != 0 { isCurrent[Slot(stored).entry] = true }
+        var current: [Int32] = []
+        current.reserveCapacity(keys)
+        for i in 0 ..< leaf.count where isCurrent[i] { current.append(Int32(i)) }
+        return HeadSort.inKeyOrder(current) { leaf.withUnchangingEntry(Int($0)) { key, _ in key } }
     }
 }

@@ -40,10 +40,22 @@ struct TreeBuilder {
     /// Writes what is pending and the branch levels; returns the root (nil when empty).
     mutating func finish() throws -> NodeWriter.Written? {
         if leaf.count > 0 { try flushLeaf() }
-        var level = leaves
+        return try Self.levels(above: leaves, limits: limits) { group in
+            let branch = BranchNode(owner: 0, keys: group.dropFirst().map(\.firstKey), children: group.map(\.node.kept))
+            return try writer.write(.branch(branch))
+        }
+    }
+
+    /// The root of the branch levels built over `level`, nodes in key order each with its
+    /// first key (`level` itself when it holds one node; nil when it holds none). Each
+    /// branch takes as many children as its page holds (at least two, and the last never
+    /// one alone); `branch` makes one of a group.
+    static func levels<Node>(above level: [(firstKey: [UInt8], node: Node)], limits: NodeLimits,
+                             branch: ([(firstKey: [UInt8], node: Node)]) throws -> Node) rethrows -> Node? {
+        var level = level
         while level.count > 1 {
-            var next: [(firstKey: [UInt8], node: NodeWriter.Written)] = []
-            var groups: [[(firstKey: [UInt8], node: NodeWriter.Written)]] = [[]]
+            var next: [(firstKey: [UInt8], node: Node)] = []
+            var groups: [[(firstKey: [UInt8], node: Node)]] = [[]]
             var bytes = 0
             for child in level {
                 let cost = BranchNode.keyCost(child.firstKey) + BranchNode.childReferenceSize
@@ -57,10 +69,7 @@ struct TreeBuilder {
             if groups.count > 1, groups[groups.count - 1].count == 1 {
                 groups[groups.count - 2].append(groups.removeLast()[0])
             }
-            for group in groups {
-                let branch = BranchNode(owner: 0, keys: group.dropFirst().map(\.firstKey), children: group.map(\.node.kept))
-                next.append((group[0].firstKey, try writer.write(.branch(branch))))
-            }
+            for group in groups { next.append((group[0].firstKey, try branch(group))) }
             level = next
         }
         return level.first?.node

@@ -58,6 +58,14 @@ extension TreeChanges {
     mutating func bufferedPut(at index: Dictionary<String, TreeState>.Index, key: UnsafeRawBufferPointer, value: ValueSlot,
                               replacing: Bool, policy: WriteBufferPolicy) throws -> Bool {
         let hash = BloomFilter.hash(key)
+        if let load = treeLoad(at: index) {
+            // A tree this transaction found empty: the writes are all it holds.
+            let present = load.find(key, hash: hash).map { !load.isDeleted($0) } ?? false
+            if present && !replacing { return false }
+            load.write(key, hash: hash, value, limits: mutator.limits)
+            if !present { trees.values[index].entryCount &+= 1 }
+            return !present
+        }
         let present: Bool?
         if let buffered = bufferHit(at: index, key: key, hash: hash) {
             present = buffered
@@ -93,6 +101,12 @@ extension TreeChanges {
     mutating func bufferedDelete(at index: Dictionary<String, TreeState>.Index, key: UnsafeRawBufferPointer,
                                  policy: WriteBufferPolicy) throws -> Bool {
         let hash = BloomFilter.hash(key)
+        if let load = treeLoad(at: index) {
+            guard let i = load.find(key, hash: hash), !load.isDeleted(i) else { return false }
+            load.write(key, hash: hash, nil, limits: mutator.limits)
+            trees.values[index].entryCount &-= 1
+            return true
+        }
         if let present = bufferHit(at: index, key: key, hash: hash) {
             guard present else { return false }
         } else {
@@ -152,6 +166,20 @@ extension TreeChanges {
             if shared { return .shared(present: try TreeReader.locate(store: mutator.store, root: state.root, key: key) != nil) }
             let probe = try mutator.probe(root: state.root, key: key)
             return probe.owned ? .owned : .shared(present: probe.present)
+        }
+    }
+
+    /// The pending writes of the tree at `index` when this transaction found it empty and
+    /// unbuffered and is filling it (`TreeLoad.swift`): they start at its first write, and
+    /// are built into the tree when the transaction is done with them (`flushPending`).
+    @inline(__always)
+    private mutating func treeLoad(at index: Dictionary<String, TreeState>.Index) -> PendingWrites? {
+        withState(at: index) { state in
+            if let pending = state.pending { return pending.buildsTree ? pending : nil }
+            guard state.root == nil, !state.isBuffered else { return nil }
+            let load = PendingWrites(buildsTree: true)
+            state.pending = load
+            return load
         }
     }
 
@@ -225,6 +253,12 @@ extension TreeChanges {
         guard let pending = trees.values[index].pending else { return }
         trees.values[index].pending = nil
         guard pending.keys > 0 else { return }
+        if pending.buildsTree {
+            // The tree was empty and unbuffered, and only these writes went to it since.
+            assert(trees.values[index].root == nil && !trees.values[index].isBuffered)
+            trees.values[index].root = pending.builtTree(mutator: mutator)
+            return
+        }
         if let tail = BufferTail.appending(pending, to: trees.values[index].tail) {
             trees.values[index].tail = tail
             return
