@@ -437,6 +437,13 @@ final class LeafNode: @unchecked Sendable {
         heads.probe.search(onFrom: start, for: key) { compareKey(at: $0, with: key) }
     }
 
+    /// Whether a builder filling this leaf in key order (`TreeBuilder`, `TreeLoad.swift`)
+    /// starts a new one before an entry of `key` and `value`: the leaf holds entries, and
+    /// the entry would take its page past the page size.
+    func isFull(before key: UnsafeRawBufferPointer, _ value: ValueSlot, limits: NodeLimits) -> Bool {
+        count > 0 && pageBytes + Self.entrySizes(keyCount: key.count, value: value, limits: limits).page > limits.pageSize
+    }
+
     /// The encoded entry size in memory and as a page.
     static func entrySizes(keyCount: Int, value: ValueSlot, limits: NodeLimits) -> (memory: Int, page: Int) {
         let keyPart = varintSize(keyCount) + keyCount + 1

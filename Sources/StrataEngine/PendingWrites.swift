@@ -148,11 +148,19 @@ final class PendingWrites {
     /// missed the cache at every key of a large load.
     func currentInKeyOrder() -> [Int32] {
         let leaf = entries
-        var isCurrent = [Bool](repeating: false, count: leaf.count)
+        return HeadSort.inKeyOrder(currentInWrittenOrder()) { leaf.withUnchangingEntry(Int($0)) { key, _ in key } }
+    }
+
+    /// The current entries in the order written: every entry when no key was written twice
+    /// (no table walk, nothing marked), else those the table points at.
+    private func currentInWrittenOrder() -> [Int32] {
+        let count = entries.count
+        guard keys < count else { return Array(0 ..< Int32(count)) }
+        var isCurrent = [Bool](repeating: false, count: count)
         for stored in slots where stored != 0 { isCurrent[Slot(stored).entry] = true }
         var current: [Int32] = []
         current.reserveCapacity(keys)
-        for i in 0 ..< leaf.count where isCurrent[i] { current.append(Int32(i)) }
-        return HeadSort.inKeyOrder(current) { leaf.withUnchangingEntry(Int($0)) { key, _ in key } }
+        for i in 0 ..< count where isCurrent[i] { current.append(Int32(i)) }
+        return current
     }
 }

@@ -22,8 +22,7 @@ struct TreeBuilder {
     var appender: FrameAppender { writer.appender }
 
     mutating func add(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
-        let size = LeafNode.entrySizes(keyCount: key.count, value: .inline(value), limits: limits).page
-        if leaf.count > 0, leaf.pageBytes + size > limits.pageSize { try flushLeaf() }
+        if leaf.isFull(before: key, .inline(value), limits: limits) { try flushLeaf() }
         leaf.insert(at: leaf.count, key: key, value: .inline(value), limits: limits)
     }
 

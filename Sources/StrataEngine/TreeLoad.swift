@@ -25,8 +25,7 @@ extension PendingWrites {
                 let i = Int(order[n])
                 guard !isDeleted(i) else { continue }
                 entries.withUnchangingEntry(i) { key, value in
-                    let size = LeafNode.entrySizes(keyCount: key.count, value: value, limits: limits).page
-                    if leaf.count > 0, leaf.pageBytes + size > limits.pageSize {
+                    if leaf.isFull(before: key, value, limits: limits) {
                         leaves.append((leaf.key(at: 0), .leaf(leaf)))
                         leaf = Self.emptyLeaf(owner: mutator.owner, limits: limits)
                     }
