@@ -98,7 +98,7 @@ let package = Package(
             "StrataMacrosPlugin", .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
         ]),
         // Writes the files Studio's browser test opens, and commits from another process.
-        .executableTarget(name: "StrataStudioFixture", dependencies: ["Strata"]),
+        .executableTarget(name: "StrataStudioFixture", dependencies: ["Strata", "StrataStudio"]),
         .testTarget(name: "StrataStudioTests", dependencies: ["StrataStudio", "Strata", "StrataEngine", "StrataStudioFixture", "storedump", "StrataDemo"],
                     exclude: ["Browser"]),
         .testTarget(name: "StoredumpTests", dependencies: ["storedump", "StrataDemo", "Strata", "StrataEngine", "StrataTestBackends"]),

@@ -5,8 +5,13 @@
 //                                        user records) and a "hostile" collection of
 //                                        values a page must show as text
 //   StrataStudioFixture commit PATH ID   persist one more user
+//   StrataStudioFixture serve-blocked PATH
+//                                        serve PATH with Studio, then block every shared
+//                                        concurrency thread; prints the URL, then "blocked",
+//                                        and runs until its standard input closes
 import Foundation
 import Strata
+import StrataStudio
 
 /// The benchmark's W1 user record.
 struct User: Model {
@@ -49,9 +54,38 @@ struct Hostile: Model {
     ]
 }
 
+/// Serves `path` with Studio, then holds each of Swift's shared cooperative threads (one per
+/// core) with a task that waits, and prints the URL and "blocked": what an app whose
+/// synchronous work holds every shared thread does to Studio's pages, alone in a process, so
+/// that no other work competes for those threads. Ends when standard input closes.
+func serveWithSharedThreadsBlocked(_ path: String) -> Never {
+    let listening = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var url = ""
+    Task.detached {
+        do {
+            try await StudioServer.run(Studio(path: path), port: 0) { url = $0; listening.signal() }
+        } catch {
+            FileHandle.standardError.write(Data("StrataStudioFixture: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+    listening.wait()
+    let width = ProcessInfo.processInfo.activeProcessorCount
+    let started = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+    for _ in 0 ..< width { Task.detached { started.signal(); release.wait() } }
+    for _ in 0 ..< width where started.wait(timeout: .now() + 60) == .timedOut {
+        FileHandle.standardError.write(Data("StrataStudioFixture: fewer than \(width) shared threads took a task\n".utf8))
+        exit(1)
+    }
+    FileHandle.standardOutput.write(Data("\(url)\nblocked\n".utf8))
+    _ = FileHandle.standardInput.readDataToEndOfFile()
+    exit(0)
+}
+
 let arguments = CommandLine.arguments
+if arguments.count == 3 && arguments[1] == "serve-blocked" { serveWithSharedThreadsBlocked(arguments[2]) }
 guard arguments.count == 4 else {
-    FileHandle.standardError.write(Data("usage: StrataStudioFixture w1 PATH COUNT | commit PATH ID\n".utf8))
+    FileHandle.standardError.write(Data("usage: StrataStudioFixture w1 PATH COUNT | commit PATH ID | serve-blocked PATH\n".utf8))
     exit(2)
 }
 do {

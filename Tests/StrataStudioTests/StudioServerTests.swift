@@ -114,46 +114,23 @@ struct StudioServerTests {
     /// An app's synchronous work can hold every one of Swift's shared cooperative threads (one
     /// per core); Studio runs on its own loop, so its pages are answered meanwhile. (CI's
     /// parallel run did exactly this: a long synchronous test on one thread, a socket read on
-    /// the other, and the server had nowhere to run.)
+    /// the other, and the server had nowhere to run.) The server runs in a process of its
+    /// own, which blocks its shared threads at once: in this process, other suites' long
+    /// synchronous tests held them too, and a test that had to win all of them at once
+    /// failed when the run was busy (600 tries in 1,453 s, with the machine's two cores
+    /// loaded).
     @Test("pages are answered while every shared concurrency thread is blocked")
-    func answersWhileSharedThreadsAreBlocked() async throws {
-        let server = try await RunningServer.start()
-        let port = server.port
-        let answer = try await onThreadOfItsOwn {
-            try Self.whileEverySharedThreadIsBlocked {
-                let connection = try Connection(port: port, timeout: 20)
-                try connection.send("GET /api/info HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n")
-                return try connection.read(until: "\r\n\r\n")
-            }
-        }
-        #expect(answer.hasPrefix("HTTP/1.1 200"))
-        await server.stop()
-    }
-
-    /// Runs `body` (on the calling thread, which must not be a shared one) while a task blocks
-    /// each of the shared cooperative threads.
-    ///
-    /// Other tests' synchronous work may hold some of those threads for minutes. Blockers that
-    /// got a thread therefore wait at most a second for the rest; otherwise they let go and
-    /// the attempt is made again, so this test never holds threads hostage while a long test
-    /// elsewhere holds the others (that starved every async test of the run).
-    static func whileEverySharedThreadIsBlocked<T>(_ body: () throws -> T) throws -> T {
-        let width = ProcessInfo.processInfo.activeProcessorCount
-        for _ in 0 ..< 600 {
-            let started = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
-            for _ in 0 ..< width { Task.detached { started.signal(); release.wait() } }
-            var blocked = 0
-            while blocked < width, started.wait(timeout: .now() + 1) == .success { blocked += 1 }
-            defer { for _ in 0 ..< width { release.signal() } }
-            if blocked == width { return try body() }
-        }
-        throw TestFileError("could not block every shared thread at once in 600 attempts")
-    }
-
-    /// Runs blocking work on a new thread, so waiting does not take one of the shared threads.
-    private func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try work() }) }.start()
-        }
+    func answersWhileSharedThreadsAreBlocked() throws {
+        let directory = try TestFiles.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/w1.strata"
+        try TestFiles.w1(path, count: 50)
+        let server = try TestFiles.Running(TestFiles.binary("StrataStudioFixture"), ["serve-blocked", path])
+        defer { server.stop() }
+        let url = try #require(try server.lines(until: "blocked").last)
+        let port = try #require(URL(string: url)?.port)
+        let connection = try Connection(port: port, timeout: 60)
+        try connection.send("GET /api/info HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n")
+        #expect(try connection.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
     }
 }

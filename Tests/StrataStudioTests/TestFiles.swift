@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import StrataEngine
 
 /// Files and programs Studio's tests use: the fixture program writes W1 files and commits
@@ -31,6 +34,44 @@ enum TestFiles {
             throw TestFileError("\((program as NSString).lastPathComponent) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(output)")
         }
         return output
+    }
+
+    /// A program running beside a test, its output read as it comes; `stop()` closes its
+    /// standard input (a program that outlives the test sees that and ends) and kills it.
+    final class Running {
+        private let process = Process()
+        private let output = Pipe(), input = Pipe()
+        private var received = ""
+
+        init(_ program: String, _ arguments: [String]) throws {
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = arguments
+            process.standardOutput = output
+            process.standardError = output
+            process.standardInput = input
+            try process.run()
+        }
+
+        /// Reads until the program prints a line that is `line`. - Returns: the lines before it.
+        /// - Throws: when the program ends first, with what it printed.
+        func lines(until line: String) throws -> [String] {
+            while true {
+                let lines = received.split(separator: "\n").map(String.init)
+                if let end = lines.firstIndex(of: line) { return Array(lines[..<end]) }
+                let data = output.fileHandleForReading.availableData
+                guard !data.isEmpty else {
+                    process.waitUntilExit()
+                    throw TestFileError("the program ended (status \(process.terminationStatus)) before printing \(line): \(received)")
+                }
+                received += String(decoding: data, as: UTF8.self)
+            }
+        }
+
+        func stop() {
+            try? input.fileHandleForWriting.close()
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
     }
 
     /// A W1-shaped file: `count` users (indexes on age, email, city) and the hostile collection.
