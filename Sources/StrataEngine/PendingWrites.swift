@@ -16,21 +16,44 @@ final class PendingWrites {
     private(set) var unresolved = EntryFlags()
     /// Open addressing, linear probing, at most half full: 0 for an empty slot, else a
     /// `Slot`. Small at first: most transactions write a few keys to a tree, and each
-    /// allocates its own table.
-    private var slots: [UInt64] = Array(repeating: 0, count: 16)
-    /// The keys held (the table's used slots).
-    private(set) var keys = 0
+    /// allocates its own table. Empty while the table is put off (`isIndexed`).
+    private var slots: [UInt64]
+    /// The keys held (the table's used slots); only while `isIndexed`.
+    private var indexedKeys = 0
     /// Whether these are the writes of a transaction that found the tree empty, unbuffered,
     /// and filled it (`TreeChanges.bufferedPut`): built into a tree of full leaves when the
     /// transaction is done with them (`builtTree`), not made a run.
     let buildsTree: Bool
 
-    init(buildsTree: Bool = false) { self.buildsTree = buildsTree }
+    /// - Parameter buildsTree: `buildsTree`. Such writes start with no table: a load's
+    ///   replacing puts need not know whether their key was written before
+    ///   (`appendUnindexed`), and the build keeps the newest write of each key from the
+    ///   sorted order alone. The table is made the first time something asks for a key
+    ///   (`find`, `write`, `forEachCurrent`).
+    init(buildsTree: Bool = false) {
+        self.buildsTree = buildsTree
+        slots = buildsTree ? [] : Array(repeating: 0, count: 16)
+    }
+
+    /// Whether the table over the entries exists. Until it does, every entry is a put, and
+    /// a key may have several (the newest is current).
+    var isIndexed: Bool { !slots.isEmpty }
+
+    /// Whether nothing was written.
+    var isEmpty: Bool { entries.count == 0 }
+
+    /// The keys held: each key written counts once, whether its newest write is a put or a
+    /// delete.
+    var keys: Int {
+        ensureIndexed()
+        return indexedKeys
+    }
 
     /// The entry written last for `key`.
     /// - Parameter hash: The key's `BloomFilter.hash`, which a write computes once for the
     ///   table and the runs' filters.
     func find(_ key: UnsafeRawBufferPointer, hash: UInt64) -> Int? {
+        ensureIndexed()
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
         while true {
@@ -65,12 +88,38 @@ final class PendingWrites {
     /// Records the newest write of `key`: `value`, or a delete when it is nil;
     /// `unresolved`: its effect on the count is not known (see `unresolved`).
     func write(_ key: UnsafeRawBufferPointer, hash: UInt64, _ value: ValueSlot?, unresolved isUnresolved: Bool = false, limits: NodeLimits) {
+        ensureIndexed()
+        let i = append(key, value, limits: limits)
+        index(i, key: key, hash: hash, unresolved: isUnresolved)
+    }
+
+    /// Records a put of `key` without looking it up: what a load's replacing put does while
+    /// nothing has asked for a key (`isIndexed` false). Whether the key was written before,
+    /// and so whether it adds to the count, is left to the build (`builtTree`) or to the
+    /// table when one is made: the entry is unresolved.
+    ///
+    /// (Each put of a large first load probed the table at a random slot: at 10M records a
+    /// 256 MB table, a cache and TLB miss per put.)
+    func appendUnindexed(_ key: UnsafeRawBufferPointer, _ value: ValueSlot, limits: NodeLimits) {
+        assert(buildsTree && !isIndexed, "only a load puts off its table")
+        let i = append(key, value, limits: limits)
+        unresolved.append(true, at: i)
+    }
+
+    /// Appends the entry and its delete flag; returns its number.
+    private func append(_ key: UnsafeRawBufferPointer, _ value: ValueSlot?, limits: NodeLimits) -> Int {
         let i = entries.count
         // Entry numbers fit the table's 32 bits: a buffer is merged long before
         // (`WriteBufferPolicy.maximumEntries`).
         assert(i < Int(Int32.max))
         entries.insert(at: i, key: key, value: value ?? .inline(UnsafeRawBufferPointer(start: nil, count: 0)), limits: limits)
         deleted.append(value == nil, at: i)
+        return i
+    }
+
+    /// Points the table at entry `i`, the newest write of `key`, and records its
+    /// `unresolved` flag: a rewrite inherits its predecessor's.
+    private func index(_ i: Int, key: UnsafeRawBufferPointer, hash: UInt64, unresolved isUnresolved: Bool) {
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
         while slots[slot] != 0 {
@@ -85,12 +134,29 @@ final class PendingWrites {
         }
         unresolved.append(isUnresolved, at: i)
         slots[slot] = Slot(entry: i, hash: hash).bits
-        keys += 1
-        if keys * 2 > slots.count { grow() }
+        indexedKeys += 1
+        if indexedKeys * 2 > slots.count { grow() }
+    }
+
+    /// Makes the table over the entries written so far, unless it exists: each in the order
+    /// written, so that the newest write of a key is the one the table points at.
+    private func ensureIndexed() {
+        guard !isIndexed else { return }
+        let count = entries.count
+        var size = 16
+        while size < 2 * count { size *= 2 }
+        slots = Array(repeating: 0, count: size)
+        // `index` appends each entry's flag again, taking its predecessor's into account.
+        let flags = unresolved
+        unresolved = EntryFlags()
+        for i in 0 ..< count {
+            entries.withUnchangingEntry(i) { key, _ in index(i, key: key, hash: BloomFilter.hash(key), unresolved: flags[i]) }
+        }
     }
 
     /// Calls `body` with each current entry, in no order.
     func forEachCurrent(_ body: (Int) throws -> Void) rethrows {
+        ensureIndexed()
         for stored in slots where stored != 0 { try body(Slot(stored).entry) }
     }
 
@@ -147,8 +213,17 @@ final class PendingWrites {
     /// one end of the entries to the other rather than in the table's (hash) order, which
     /// missed the cache at every key of a large load.
     func currentInKeyOrder() -> [Int32] {
+        inKeyOrder(currentInWrittenOrder())
+    }
+
+    /// Every entry, current or not, in key order; a key's entries in the order written.
+    func allInKeyOrder() -> [Int32] {
+        inKeyOrder(Array(0 ..< Int32(entries.count)))
+    }
+
+    private func inKeyOrder(_ items: [Int32]) -> [Int32] {
         let leaf = entries
-        return HeadSort.inKeyOrder(currentInWrittenOrder()) { leaf.withUnchangingEntry(Int($0)) { key, _ in key } }
+        return HeadSort.inKeyOrder(items) { leaf.withUnchangingEntry(Int($0)) { key, _ in key } }
     }
 
     /// The current entries in the order written: every entry when no key was written twice

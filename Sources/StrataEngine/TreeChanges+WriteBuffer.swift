@@ -57,15 +57,22 @@ struct WriteBufferPolicy {
 extension TreeChanges {
     mutating func bufferedPut(at index: Dictionary<String, TreeState>.Index, key: UnsafeRawBufferPointer, value: ValueSlot,
                               replacing: Bool, policy: WriteBufferPolicy) throws -> Bool {
-        let hash = BloomFilter.hash(key)
         if let load = treeLoad(at: index) {
-            // A tree this transaction found empty: the writes are all it holds.
+            // A tree this transaction found empty: the writes are all it holds. A replacing
+            // put before anything asked for a key need not know whether its key was
+            // written; the build keeps the newest write of each and counts them.
+            if replacing && !load.isIndexed {
+                load.appendUnindexed(key, value, limits: mutator.limits)
+                return false
+            }
+            let hash = BloomFilter.hash(key)
             let present = load.find(key, hash: hash).map { !load.isDeleted($0) } ?? false
             if present && !replacing { return false }
             load.write(key, hash: hash, value, limits: mutator.limits)
             if !present { trees.values[index].entryCount &+= 1 }
             return !present
         }
+        let hash = BloomFilter.hash(key)
         let present: Bool?
         if let buffered = bufferHit(at: index, key: key, hash: hash) {
             present = buffered
@@ -252,11 +259,14 @@ extension TreeChanges {
     mutating func flushPending(at index: Dictionary<String, TreeState>.Index) {
         guard let pending = trees.values[index].pending else { return }
         trees.values[index].pending = nil
-        guard pending.keys > 0 else { return }
+        guard !pending.isEmpty else { return }
         if pending.buildsTree {
-            // The tree was empty and unbuffered, and only these writes went to it since.
+            // The tree was empty and unbuffered, and only these writes went to it since: the
+            // build counts its keys, some of whose puts did not know whether they added one.
             assert(trees.values[index].root == nil && !trees.values[index].isBuffered)
-            trees.values[index].root = pending.builtTree(mutator: mutator)
+            let built = pending.builtTree(mutator: mutator)
+            trees.values[index].root = built.root
+            trees.values[index].entryCount = UInt64(built.keys)
             return
         }
         if let tail = BufferTail.appending(pending, to: trees.values[index].tail) {

@@ -34,7 +34,8 @@ struct TreeChanges {
     }
 
     /// Puts `key`; with `replacing` false a present key is left unchanged. Returns whether
-    /// the key is new.
+    /// the key is new; a replacing put into a write buffer that did not look its key up
+    /// returns false (the count learns it later: `PendingWrites.unresolved`).
     @discardableResult
     mutating func put(tree: String, key: UnsafeRawBufferPointer, value: ValueSlot, replacing: Bool = true) throws -> Bool {
         let index = try position(of: tree)

@@ -12,18 +12,27 @@ import CPrefetch
 /// the transaction's own reads), they are sorted at the end and laid out in key order, as a
 /// compaction lays out a tree (`TreeBuilder`, whose branch levels this shares).
 extension PendingWrites {
-    /// The tree these writes make, its nodes `mutator`'s transaction's; nil when no key
-    /// holds a value (none written, or every one deleted again).
-    func builtTree(mutator: TreeMutator) -> NodeRef? {
+    /// The tree these writes make, its nodes `mutator`'s transaction's, and the number of
+    /// keys it holds; nil when no key holds a value (none written, or every one deleted
+    /// again).
+    ///
+    /// Without a table (`isIndexed`) every entry is sorted, a key's writes in the order
+    /// written (the sort is stable), and the build keeps the last of each key: the one it
+    /// reads next in key order would otherwise be the same key.
+    func builtTree(mutator: TreeMutator) -> (root: NodeRef?, keys: Int) {
         assert(buildsTree, "only the writes of a transaction that found the tree empty are built into it")
         let limits = mutator.limits
+        let mayRepeatKeys = !isIndexed
+        let order = mayRepeatKeys ? allInKeyOrder() : currentInKeyOrder()
         var leaves: [(firstKey: [UInt8], node: NodeRef)] = []
         var leaf = Self.emptyLeaf(owner: mutator.owner, limits: limits)
-        currentInKeyOrder().withUnsafeBufferPointer { order in
+        var keys = 0
+        order.withUnsafeBufferPointer { order in
             for n in order.indices {
                 prefetch(ahead: n, in: order)
                 let i = Int(order[n])
                 guard !isDeleted(i) else { continue }
+                if mayRepeatKeys && n + 1 < order.count && hasSameKey(i, Int(order[n + 1])) { continue }
                 entries.withUnchangingEntry(i) { key, value in
                     if leaf.isFull(before: key, value, limits: limits) {
                         leaves.append((leaf.key(at: 0), .leaf(leaf)))
@@ -31,12 +40,19 @@ extension PendingWrites {
                     }
                     leaf.insert(at: leaf.count, key: key, value: value, limits: limits)
                 }
+                keys += 1
             }
         }
         if leaf.count > 0 { leaves.append((leaf.key(at: 0), .leaf(leaf))) }
-        return TreeBuilder.levels(above: leaves, limits: limits) { group in
+        let root = TreeBuilder.levels(above: leaves, limits: limits) { group in
             .branch(BranchNode(owner: mutator.owner, keys: group.dropFirst().map(\.firstKey), children: group.map(\.node)))
         }
+        return (root, keys)
+    }
+
+    /// Whether entries `i` and `j` are writes of one key.
+    private func hasSameKey(_ i: Int, _ j: Int) -> Bool {
+        entries.withUnchangingEntry(i) { a, _ in entries.withUnchangingEntry(j) { b, _ in a.count == b.count && compareBytes(a, b) == 0 } }
     }
 
     /// Starts loading what the build reads a few entries ahead in key order: the entry's

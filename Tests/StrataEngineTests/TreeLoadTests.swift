@@ -76,6 +76,52 @@ struct TreeLoadTests {
         #expect(try snapshot.count(in: "t") == model.count)
     }
 
+    @Test("puts that write keys again, with nothing read in between, leave the newest value of each key, counted once")
+    func unreadRewritesKeepTheNewestWrite() throws {
+        let db = try Self.database()
+        var model: [Int: [UInt8]] = [:]
+        try db.write { tx in
+            model = try Self.put(2_000, into: "t", in: tx)
+            // Each key of a third written twice more, and neighbours rewritten in turn, so
+            // that a key's writes lie far apart and among other keys' writes.
+            for version in 1 ... 2 {
+                for n in Self.shuffled(2_000, seed: UInt64(version)) where n % 3 == 0 {
+                    try tx.put(Self.value(n, version), forKey: Self.key(n), in: "t")
+                    model[n] = Self.value(n, version)
+                }
+            }
+        }
+        let snapshot = try db.snapshot()
+        #expect(try Self.entries(snapshot, "t").elementsEqual(Self.expected(model)) { $0.0 == $1.0 && $0.1 == $1.1 })
+        #expect(try snapshot.count(in: "t") == 2_000)
+        #expect(try Inspector(db).verify().isEmpty)
+    }
+
+    @Test("a count, a lookup or a delete partway through a load answers for every write before it, and the load goes on")
+    func readsPartwayThroughALoadSeeEveryWrite() throws {
+        let db = try Self.database()
+        var model: [Int: [UInt8]] = [:]
+        try db.write { tx in
+            model = try Self.put(1_000, into: "t", in: tx)
+            for n in 0 ..< 100 {
+                try tx.put(Self.value(n, 1), forKey: Self.key(n), in: "t")
+                model[n] = Self.value(n, 1)
+            }
+            #expect(try tx.count(in: "t") == 1_000)
+            #expect(try tx.get(Self.key(5), in: "t") == Self.value(5, 1))
+            #expect(try tx.delete(Self.key(7), in: "t"))
+            model[7] = nil
+            for n in 50 ..< 1_500 {
+                try tx.put(Self.value(n, 2), forKey: Self.key(n), in: "t")
+                model[n] = Self.value(n, 2)
+            }
+            #expect(try tx.count(in: "t") == model.count)
+        }
+        let snapshot = try db.snapshot()
+        #expect(try Self.entries(snapshot, "t").elementsEqual(Self.expected(model)) { $0.0 == $1.0 && $0.1 == $1.1 })
+        #expect(try snapshot.count(in: "t") == model.count)
+    }
+
     @Test("the loaded tree's leaves are full, where keys put in scattered order leave them part empty")
     func loadFillsItsLeaves() throws {
         let loaded = try Self.database()
