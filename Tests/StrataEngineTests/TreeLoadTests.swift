@@ -122,6 +122,47 @@ struct TreeLoadTests {
         #expect(try snapshot.count(in: "t") == model.count)
     }
 
+    @Test("random puts, rewrites, deletes, inserts, lookups, counts and a cursor in a load match a dictionary, before and after the commit",
+          arguments: [0, 1, 2, 3] as [UInt64])
+    func randomLoadMatchesADictionary(seed: UInt64) throws {
+        let db = try Self.database()
+        var model: [Int: [UInt8]] = [:]
+        var rng = SeededGenerator(seed: 100 + seed)
+        // Reads start at a different point for each seed: the table is made then, over
+        // however many unread puts came first.
+        let firstRead = Int(seed) * 700
+        try db.write { tx in
+            try tx.createTree("t")
+            for step in 0 ..< 3_000 {
+                let n = Int.random(in: 0 ..< 900, using: &rng)
+                let roll = step < firstRead ? 0 : Int.random(in: 0 ..< 100, using: &rng)
+                switch roll {
+                case 0 ..< 70:
+                    try tx.put(Self.value(n, step), forKey: Self.key(n), in: "t")
+                    model[n] = Self.value(n, step)
+                case 70 ..< 78:
+                    #expect(try tx.delete(Self.key(n), in: "t") == (model[n] != nil), "step \(step)")
+                    model[n] = nil
+                case 78 ..< 86:
+                    let inserted = try tx.insert(Self.value(n, step), forKey: Self.key(n), in: "t")
+                    #expect(inserted == (model[n] == nil), "step \(step)")
+                    if inserted { model[n] = Self.value(n, step) }
+                case 86 ..< 97:
+                    #expect(try tx.get(Self.key(n), in: "t") == model[n], "step \(step)")
+                case 97 ..< 99:
+                    #expect(try tx.count(in: "t") == model.count, "step \(step)")
+                default:
+                    #expect(try Self.entries(tx, "t").elementsEqual(Self.expected(model)) { $0.0 == $1.0 && $0.1 == $1.1 }, "step \(step)")
+                }
+            }
+            #expect(try tx.count(in: "t") == model.count)
+        }
+        let snapshot = try db.snapshot()
+        #expect(try Self.entries(snapshot, "t").elementsEqual(Self.expected(model)) { $0.0 == $1.0 && $0.1 == $1.1 })
+        #expect(try snapshot.count(in: "t") == model.count)
+        #expect(try Inspector(db).verify().isEmpty)
+    }
+
     @Test("the loaded tree's leaves are full, where keys put in scattered order leave them part empty")
     func loadFillsItsLeaves() throws {
         let loaded = try Self.database()
