@@ -212,7 +212,7 @@ final class PendingWrites {
     /// Gathered in the order they were written, so that the sort reads their keys from
     /// one end of the entries to the other rather than in the table's (hash) order, which
     /// missed the cache at every key of a large load.
-    func currentInKeyOrder() -> [Int32] {
+    private func currentInKeyOrder() -> [Int32] {
         inKeyOrder(currentInWrittenOrder())
     }
 

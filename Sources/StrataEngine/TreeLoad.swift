@@ -13,17 +13,17 @@ import CPrefetch
 /// compaction lays out a tree (`TreeBuilder`, whose branch levels this shares).
 extension PendingWrites {
     /// The tree these writes make, its nodes `mutator`'s transaction's, and the number of
-    /// keys it holds; nil when no key holds a value (none written, or every one deleted
-    /// again).
+    /// keys it holds; the root is nil when no key holds a value (none written, or every one
+    /// deleted again).
     ///
-    /// Without a table (`isIndexed`) every entry is sorted, a key's writes in the order
-    /// written (the sort is stable), and the build keeps the last of each key: the one it
-    /// reads next in key order would otherwise be the same key.
+    /// Every entry is sorted, a key's writes in the order written (the sort is stable), and
+    /// the build keeps the last write of each key, unless it is a delete: without a table
+    /// (`isIndexed`) nothing else tells which write is current, and with one a load rarely
+    /// wrote a key twice.
     func builtTree(mutator: TreeMutator) -> (root: NodeRef?, keys: Int) {
         assert(buildsTree, "only the writes of a transaction that found the tree empty are built into it")
         let limits = mutator.limits
-        let mayRepeatKeys = !isIndexed
-        let order = mayRepeatKeys ? allInKeyOrder() : currentInKeyOrder()
+        let order = allInKeyOrder()
         var leaves: [(firstKey: [UInt8], node: NodeRef)] = []
         var leaf = Self.emptyLeaf(owner: mutator.owner, limits: limits)
         var keys = 0
@@ -31,8 +31,7 @@ extension PendingWrites {
             for n in order.indices {
                 prefetch(ahead: n, in: order)
                 let i = Int(order[n])
-                guard !isDeleted(i) else { continue }
-                if mayRepeatKeys && n + 1 < order.count && hasSameKey(i, Int(order[n + 1])) { continue }
+                guard !isDeleted(i), n + 1 == order.count || !hasSameKey(i, Int(order[n + 1])) else { continue }
                 entries.withUnchangingEntry(i) { key, value in
                     if leaf.isFull(before: key, value, limits: limits) {
                         leaves.append((leaf.key(at: 0), .leaf(leaf)))

@@ -29,6 +29,11 @@ struct TreeLoadTests {
         model.keys.sorted().map { (key($0), String(decoding: model[$0]!, as: UTF8.self)) }
     }
 
+    /// Whether `tree` in `reader` holds exactly `model`'s entries, in key order.
+    static func holds(_ reader: some TreeReading, _ tree: String, _ model: [Int: [UInt8]]) throws -> Bool {
+        try entries(reader, tree).elementsEqual(expected(model)) { $0.0 == $1.0 && $0.1 == $1.1 }
+    }
+
     /// Puts 0 ..< `count` in shuffled order into `tree` (created first when `creating`);
     /// returns what it holds then.
     static func put(_ count: Int, into tree: String, creating: Bool = true, seed: UInt64 = 7, in tx: WriteTransaction) throws -> [Int: [UInt8]] {
@@ -46,7 +51,7 @@ struct TreeLoadTests {
         let db = try Self.database()
         let model = try db.write { tx in try Self.put(3_000, into: "t", in: tx) }
         let snapshot = try db.snapshot()
-        #expect(try Self.entries(snapshot, "t").elementsEqual(Self.expected(model)) { $0.0 == $1.0 && $0.1 == $1.1 })
+        #expect(try Self.holds(snapshot, "t", model))
         #expect(try snapshot.count(in: "t") == 3_000)
         #expect(try db.statistics().trees.first { $0.name == "t" }!.bufferedWrites == 0)
     }
@@ -72,7 +77,7 @@ struct TreeLoadTests {
             #expect(try tx.count(in: "t") == model.count)
         }
         let snapshot = try db.snapshot()
-        #expect(try Self.entries(snapshot, "t").elementsEqual(Self.expected(model)) { $0.0 == $1.0 && $0.1 == $1.1 })
+        #expect(try Self.holds(snapshot, "t", model))
         #expect(try snapshot.count(in: "t") == model.count)
     }
 
@@ -92,7 +97,7 @@ struct TreeLoadTests {
             }
         }
         let snapshot = try db.snapshot()
-        #expect(try Self.entries(snapshot, "t").elementsEqual(Self.expected(model)) { $0.0 == $1.0 && $0.1 == $1.1 })
+        #expect(try Self.holds(snapshot, "t", model))
         #expect(try snapshot.count(in: "t") == 2_000)
         #expect(try Inspector(db).verify().isEmpty)
     }
@@ -118,7 +123,7 @@ struct TreeLoadTests {
             #expect(try tx.count(in: "t") == model.count)
         }
         let snapshot = try db.snapshot()
-        #expect(try Self.entries(snapshot, "t").elementsEqual(Self.expected(model)) { $0.0 == $1.0 && $0.1 == $1.1 })
+        #expect(try Self.holds(snapshot, "t", model))
         #expect(try snapshot.count(in: "t") == model.count)
     }
 
@@ -152,13 +157,13 @@ struct TreeLoadTests {
                 case 97 ..< 99:
                     #expect(try tx.count(in: "t") == model.count, "step \(step)")
                 default:
-                    #expect(try Self.entries(tx, "t").elementsEqual(Self.expected(model)) { $0.0 == $1.0 && $0.1 == $1.1 }, "step \(step)")
+                    #expect(try Self.holds(tx, "t", model), "step \(step)")
                 }
             }
             #expect(try tx.count(in: "t") == model.count)
         }
         let snapshot = try db.snapshot()
-        #expect(try Self.entries(snapshot, "t").elementsEqual(Self.expected(model)) { $0.0 == $1.0 && $0.1 == $1.1 })
+        #expect(try Self.holds(snapshot, "t", model))
         #expect(try snapshot.count(in: "t") == model.count)
         #expect(try Inspector(db).verify().isEmpty)
     }
@@ -244,7 +249,7 @@ struct TreeLoadTests {
         defer { try? reopened.close() }
         let snapshot = try reopened.snapshot()
         for tree in ["t", "u", "v"] {
-            #expect(try Self.entries(snapshot, tree).elementsEqual(Self.expected(model)) { $0.0 == $1.0 && $0.1 == $1.1 })
+            #expect(try Self.holds(snapshot, tree, model))
             #expect(try snapshot.count(in: tree) == model.count)
         }
         #expect(try Inspector(reopened).verify().isEmpty)
