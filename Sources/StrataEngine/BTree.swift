@@ -139,6 +139,8 @@ struct TreeMutator {
         } else {
             leaf.insert(at: position, key: key, value: value, limits: limits)
         }
+        // The change may have moved the leaf's arrays (`SearchLines`).
+        parent.refreshLines(at: index)
         return .done(inserted: !found)
     }
 
@@ -223,11 +225,13 @@ struct TreeMutator {
         case (.leaf(let l), .leaf(let r)):
             let merged = mutable(l)
             merged.append(contentsOf: r)
-            parent.setChild(.leaf(merged), at: left)
             if merged.pageBytes <= limits.pageSize || merged.count < 2 {
+                parent.setChild(.leaf(merged), at: left)
                 parent.removeChild(at: right)
             } else {
                 let newRight = merged.splitOff(from: merged.balancedSplitIndex(), owner: owner, limits: limits)
+                // Set after the split, which changes its arrays (`SearchLines`).
+                parent.setChild(.leaf(merged), at: left)
                 parent.pageBytes -= BranchNode.keyCost(parent.keys[separatorIndex])
                 parent.keys[separatorIndex] = newRight.key(at: 0)
                 parent.pageBytes += BranchNode.keyCost(parent.keys[separatorIndex])
@@ -236,11 +240,12 @@ struct TreeMutator {
         case (.branch(let l), .branch(let r)):
             let merged = mutable(l)
             merged.append(r, separator: parent.keys[separatorIndex])
-            parent.setChild(.branch(merged), at: left)
             if merged.pageBytes <= limits.pageSize || merged.childCount < 4 {
+                parent.setChild(.branch(merged), at: left)
                 parent.removeChild(at: right)
             } else {
                 let (separator, newRight) = merged.splitOff(owner: owner)
+                parent.setChild(.branch(merged), at: left)
                 parent.pageBytes -= BranchNode.keyCost(parent.keys[separatorIndex])
                 parent.keys[separatorIndex] = separator
                 parent.pageBytes += BranchNode.keyCost(separator)
@@ -328,12 +333,18 @@ enum TreeReader {
     @inline(__always)
     private static func descend(from top: UnretainedNodeRef, to key: UnsafeRawBufferPointer) -> Descent {
         var next = top
+        // Whether the parent asked for the node's search lines with the node (`SearchLines`).
+        var linesAsked = false
         while true {
             switch next {
-            case .branch(let branch): next = branch._withUnsafeGuaranteedRef { $0.unretainedChild(for: key) }
+            case .branch(let branch):
+                (next, linesAsked) = branch._withUnsafeGuaranteedRef {
+                    if !linesAsked { $0.prefetchForSearch() }
+                    return $0.prefetchedChild(for: key)
+                }
             case .leaf(let leaf):
                 return leaf._withUnsafeGuaranteedRef {
-                    $0.prefetchForSearch()
+                    if !linesAsked { $0.prefetchForSearch() }
                     return search($0, for: key)
                 }
             case .stored(let address): return .stored(address)

@@ -17,8 +17,22 @@ import CPrefetch
 /// removes may still be shown by the source, so it is not released but kept (`retired`)
 /// until the copy goes. References that came in any other way (inserted, or copied with a
 /// retain) are released as usual.
+///
+/// Beside each reference a slot keeps where the child's search lines are (`SearchLines`),
+/// so that a lookup choosing the child asks for them with the child itself.
 struct BranchChildren: ~Copyable {
-    private var base: UnsafeMutablePointer<NodeRef>
+    /// A child reference and where its search reads first.
+    private struct Slot {
+        var reference: NodeRef
+        var lines: SearchLines
+
+        init(_ reference: NodeRef) {
+            self.reference = reference
+            lines = reference.searchLines
+        }
+    }
+
+    private var base: UnsafeMutablePointer<Slot>
     private(set) var count: Int
     private var capacity: Int
     /// The references were moved to a copy, which owns them now; these bytes stay for the
@@ -38,10 +52,7 @@ struct BranchChildren: ~Copyable {
         capacity = max(references.count, 4)
         base = .allocate(capacity: capacity)
         count = references.count
-        references.withUnsafeBufferPointer { source in
-            guard let from = source.baseAddress else { return }
-            base.initialize(from: from, count: source.count)
-        }
+        for (i, reference) in references.enumerated() { (base + i).initialize(to: Slot(reference)) }
         holdsNodes = references.contains { !$0.isStored }
     }
 
@@ -61,7 +72,7 @@ struct BranchChildren: ~Copyable {
         capacity = other.count + 4
         base = .allocate(capacity: capacity)
         count = other.count
-        UnsafeMutableRawPointer(base).copyMemory(from: other.base, byteCount: other.count * MemoryLayout<NodeRef>.stride)
+        UnsafeMutableRawPointer(base).copyMemory(from: other.base, byteCount: other.count * MemoryLayout<Slot>.stride)
         other.isLent = true
         inherits = true
         holdsNodes = other.holdsNodes
@@ -89,14 +100,39 @@ struct BranchChildren: ~Copyable {
     @inline(__always)
     subscript(index: Int) -> NodeRef {
         precondition(index >= 0 && index < count, "child index out of range")
-        return base[index]
+        return base[index].reference
     }
 
     /// Child `index`, not retained: valid while this buffer holds it.
     @inline(__always)
     func unretained(at index: Int) -> UnretainedNodeRef {
         precondition(index >= 0 && index < count, "child index out of range")
-        return base[index].unretained
+        return base[index].reference.unretained
+    }
+
+    /// Child `index`, not retained, after asking for its node and its search lines
+    /// together (`SearchLines`); whether it had lines to ask for.
+    @inline(__always)
+    func prefetchedChild(at index: Int) -> (child: UnretainedNodeRef, linesAsked: Bool) {
+        precondition(index >= 0 && index < count, "child index out of range")
+        let slot = base + index
+        let child = slot.pointee.reference.unretained
+        child.prefetchNode()
+        return (child, slot.pointee.lines.prefetch())
+    }
+
+    /// Child `index`'s search lines as this buffer keeps them (for tests).
+    func lines(at index: Int) -> SearchLines {
+        precondition(index >= 0 && index < count, "child index out of range")
+        return base[index].lines
+    }
+
+    /// Takes child `index`'s search lines again from the child: after a change to the child
+    /// that may have moved them (a put into a leaf this transaction owns).
+    @inline(__always)
+    mutating func refreshLines(at index: Int) {
+        precondition(index >= 0 && index < count, "child index out of range")
+        base[index].lines = base[index].reference.searchLines
     }
 
     /// Starts loading child `index`'s slot, for a lookup that reads it a little later
@@ -107,16 +143,16 @@ struct BranchChildren: ~Copyable {
     }
 
     /// Every reference, retained, as an array (checkpoints, statistics, verification).
-    var array: [NodeRef] { Array(UnsafeBufferPointer(start: base, count: count)) }
+    var array: [NodeRef] { UnsafeBufferPointer(start: base, count: count).map(\.reference) }
 
     /// Puts `reference` in slot `index`; the one it replaces is released or retired.
     mutating func replace(at index: Int, with reference: NodeRef) {
         precondition(!isLent && index >= 0 && index < count, "child index out of range, or a lent version changed")
-        if base[index].isSame(as: reference) { return }
+        if base[index].reference.isSame(as: reference) { return refreshLines(at: index) }
         let old = (base + index).move()
-        (base + index).initialize(to: reference)
+        (base + index).initialize(to: Slot(reference))
         if !reference.isStored { holdsNodes = true }
-        discard(old)
+        discard(old.reference)
     }
 
     /// Inserts `reference` at `index`.
@@ -124,7 +160,7 @@ struct BranchChildren: ~Copyable {
         precondition(!isLent && index >= 0 && index <= count, "child index out of range, or a lent version changed")
         reserve(count + 1)
         (base + index + 1).moveInitialize(from: base + index, count: count - index)
-        (base + index).initialize(to: reference)
+        (base + index).initialize(to: Slot(reference))
         count += 1
         if !reference.isStored { holdsNodes = true }
     }
@@ -135,7 +171,7 @@ struct BranchChildren: ~Copyable {
         let old = (base + index).move()
         (base + index).moveInitialize(from: base + index + 1, count: count - index - 1)
         count -= 1
-        discard(old)
+        discard(old.reference)
     }
 
     /// Appends `other`'s references, retained.
@@ -160,7 +196,7 @@ struct BranchChildren: ~Copyable {
     private mutating func reserve(_ needed: Int) {
         guard needed > capacity else { return }
         let grown = max(needed, capacity * 2)
-        let new = UnsafeMutablePointer<NodeRef>.allocate(capacity: grown)
+        let new = UnsafeMutablePointer<Slot>.allocate(capacity: grown)
         new.moveInitialize(from: base, count: count)
         base.deallocate()
         base = new

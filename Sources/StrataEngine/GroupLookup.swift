@@ -83,10 +83,10 @@ extension TreeReader {
                     branch.prefetchChild(at: index)
                     walk.step = .chosen(index)
                 case .chosen(let index):
-                    let child = branch.unretainedChild(at: index)
-                    child.prefetchNode()
+                    // With the child's search lines asked for beside it, its search is next.
+                    let (child, linesAsked) = branch.prefetchedChild(at: index)
                     walk.node = child
-                    walk.step = .arrived
+                    walk.step = linesAsked ? .searching : .arrived
                 case .done:
                     break
                 }

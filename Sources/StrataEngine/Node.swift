@@ -767,6 +767,25 @@ final class BranchNode: @unchecked Sendable {  // see LeafNode on exclusivity
         children.unretained(at: index)
     }
 
+    /// The child whose range holds `key`, not retained, its node and search lines asked
+    /// for (`SearchLines`); whether it had lines to ask for.
+    @inline(__always)
+    func prefetchedChild(for key: UnsafeRawBufferPointer) -> (child: UnretainedNodeRef, linesAsked: Bool) {
+        children.prefetchedChild(at: childIndex(for: key))
+    }
+
+    /// Child `index`, not retained, its node and search lines asked for.
+    @inline(__always)
+    func prefetchedChild(at index: Int) -> (child: UnretainedNodeRef, linesAsked: Bool) {
+        children.prefetchedChild(at: index)
+    }
+
+    /// Takes child `index`'s search lines again, after a change to it in place.
+    func refreshLines(at index: Int) { children.refreshLines(at: index) }
+
+    /// Child `index`'s search lines as this branch keeps them (for tests).
+    func searchLines(at index: Int) -> SearchLines { children.lines(at: index) }
+
     /// Starts loading what `childIndex(for:)` reads first, the separators' heads: for a
     /// lookup that searches this branch a little later (`TreeReader.GroupWalk`).
     @inline(__always)
