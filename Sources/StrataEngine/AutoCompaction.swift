@@ -203,7 +203,7 @@ extension Database {
                 background.record(result)
                 options.logger.info("compacted the file in the background", metadata: [
                     "path": "\(path)", "bytesBefore": "\(result.bytesBefore)", "bytesAfter": "\(result.bytesAfter)",
-                    "writerPause": "\(result.writerPause)"])
+                    "writerPause": "\(result.writerPause)", "longestHold": "\(result.longestHold.map(String.init(describing:)) ?? "none")"])
             } catch StrataError.closed {
                 // The handle closed while it copied: nothing to do.
             } catch {
@@ -224,7 +224,7 @@ final class BackgroundCompaction: Sendable {
         var completed: UInt64 = 0
         var failed: UInt64 = 0
         var last: CompactionResult?
-        var longestPause: Duration = .zero
+        var longestHold: CompactionHold?
     }
 
     private let state = Mutex(State())
@@ -251,7 +251,7 @@ final class BackgroundCompaction: Sendable {
         state.withLock {
             $0.completed += 1
             $0.last = result
-            $0.longestPause = max($0.longestPause, result.writerPause)
+            if let hold = result.longestHold, hold.duration > $0.longestHold?.duration ?? .zero { $0.longestHold = hold }
         }
     }
 
@@ -260,7 +260,7 @@ final class BackgroundCompaction: Sendable {
     /// Blocks until no background compaction runs.
     func wait() { idle.wait() }
 
-    var counters: (completed: UInt64, failed: UInt64, last: CompactionResult?, longestPause: Duration) {
-        state.withLock { ($0.completed, $0.failed, $0.last, $0.longestPause) }
+    var counters: (completed: UInt64, failed: UInt64, last: CompactionResult?, longestHold: CompactionHold?) {
+        state.withLock { ($0.completed, $0.failed, $0.last, $0.longestHold) }
     }
 }

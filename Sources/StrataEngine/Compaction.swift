@@ -16,6 +16,8 @@ public struct CompactionResult: Sendable, Equatable {
     /// How many times writers were held up: 1 when the rounds beside them caught up, more
     /// when the rest was carried over in slices with writers let in between.
     public var writerHolds: Int = 0
+    /// The longest hold (`writerPause` long), with what its time went on.
+    public var longestHold: CompactionHold?
 }
 
 extension Database {
@@ -82,13 +84,43 @@ extension Database {
             while true {
                 endAtLastHold = writerCounters().end
                 guard rounds.another(tail: endAtLastHold - carried) else { break }
-                carried = try target.carryOver(from: old, range: carried ..< carried + rounds.tail, owner: owner)
+                carried = try target.carryOver(from: old, range: carried ..< carried + rounds.tail, owner: owner).end
             }
-            var longest = Duration.zero, holds = 0
+            var longest: CompactionHold?, holds = 0
             // The state the swap replaces (the old tree, its dirty nodes and cached pages):
             // freed after the writers are let go, on this thread (freed in the last hold it
             // was most of that hold: 118 of 138 ms at the end of a 3M-record load).
             var replaced: (Snapshot, PageStore)?
+            /// A slice, then the writers are let in (the gate hands itself to a waiting
+            /// writer before this thread takes it again). It carries a slice more than the
+            /// writers added since the last hold: the tail shrinks by a slice at every hold,
+            /// however fast they commit. (Giving up on slices that did not gain, and carrying
+            /// the rest in one hold, held a 10M-record load's writer for 2.4 s.)
+            func carrySlice(_ writer: WriterState, _ hold: inout CompactionHold) throws {
+                let added = writer.end - endAtLastHold
+                let slice = try target.carryOver(from: old, range: carried ..< writer.end, owner: owner,
+                                                 stoppingAfter: CarryOverRounds.sliceBytes + added)
+                hold.add(slice)
+                carried = slice.end
+                endAtLastHold = writer.end
+            }
+            /// The last commits, then the new file synced and renamed over the old, and its
+            /// state put in the handle.
+            func swap(_ writer: WriterState, _ hold: inout CompactionHold) throws {
+                hold.add(try target.carryOver(from: old, range: carried ..< writer.end, owner: owner))
+                let synced = ContinuousClock.now
+                try target.sync()
+                let renamed = ContinuousClock.now
+                hold.syncing = renamed - synced
+                guard try file.tryLockExclusive() else { throw StrataError.locked(path: temporaryPath) }
+                try fileSystem.rename(temporaryPath, to: path)
+                // The new file is in place; failing to make the rename durable is a sync failure.
+                try writer.guarded(rollingBackTo: writer.end) { try fileSystem.syncDirectory(containing: path) }
+                replaced = (writer.latest, writer.store)
+                replaceStore(target.state, allocatedEnd: target.allocatedEnd)
+                old.file.unlock()
+                hold.renaming = ContinuousClock.now - renamed
+            }
             while true {
                 // What is carried so far is made durable beside the writers, with zeros
                 // ahead of it for what the holds carry and the writers' next commits: the
@@ -98,45 +130,30 @@ extension Database {
                 // before every slice, slow beside a 10M-record load's own writes, made
                 // slices that held the load 191 and 495 ms.)
                 if try target.preallocate() || target.unsyncedBytes > CarryOverRounds.unsyncedBytes { try target.sync() }
-                let swapped = try withWriter { writer -> Bool in
+                let hold = try withWriter { writer -> CompactionHold in
                     let paused = ContinuousClock.now
-                    holds += 1
-                    defer { longest = max(longest, ContinuousClock.now - paused) }
                     // Only compaction replaces the writer's file, and compactions take turns:
                     // this cannot happen, but if it did, carrying the old file's commits over
                     // would lose the new one's.
                     guard writer.store === old else {
                         throw StrataError.io(operation: "compact (the file was replaced meanwhile)", path: path, errno: EAGAIN)
                     }
-                    if writer.end - carried > CarryOverRounds.sliceBytes {
-                        // A slice, then the writers are let in (the gate hands itself to a
-                        // waiting writer before this thread takes it again). It carries a
-                        // slice more than the writers added since the last hold: the tail
-                        // shrinks by a slice at every hold, however fast they commit. (Giving
-                        // up on slices that did not gain, and carrying the rest in one hold,
-                        // held a 10M-record load's writer for 2.4 s.)
-                        let added = writer.end - endAtLastHold
-                        carried = try target.carryOver(from: old, range: carried ..< writer.end, owner: owner,
-                                                       stoppingAfter: CarryOverRounds.sliceBytes + added)
-                        endAtLastHold = writer.end
-                        return false
+                    var hold = CompactionHold(kind: writer.end - carried > CarryOverRounds.sliceBytes ? .slice : .swap)
+                    switch hold.kind {
+                    case .slice: try carrySlice(writer, &hold)
+                    case .swap: try swap(writer, &hold)
                     }
-                    _ = try target.carryOver(from: old, range: carried ..< writer.end, owner: owner)
-                    try target.sync()
-                    guard try file.tryLockExclusive() else { throw StrataError.locked(path: temporaryPath) }
-                    try fileSystem.rename(temporaryPath, to: path)
-                    // The new file is in place; failing to make the rename durable is a sync failure.
-                    try writer.guarded(rollingBackTo: writer.end) { try fileSystem.syncDirectory(containing: path) }
-                    replaced = (writer.latest, writer.store)
-                    replaceStore(target.state, allocatedEnd: target.allocatedEnd)
-                    old.file.unlock()
-                    return true
+                    hold.duration = ContinuousClock.now - paused
+                    return hold
                 }
-                if swapped {
+                holds += 1
+                if hold.duration > longest?.duration ?? .zero { longest = hold }
+                options.logger.debug("compaction held writers", metadata: ["path": "\(path)", "hold": "\(hold)"])
+                if hold.kind == .swap {
                     withExtendedLifetime(replaced) {}
                     replaced = nil
                     return CompactionResult(bytesBefore: before, bytesAfter: target.state.end, commitsCarriedOver: target.commitsCarriedOver,
-                                            writerPause: longest, writerHolds: holds)
+                                            writerPause: longest?.duration ?? .zero, writerHolds: holds, longestHold: longest)
                 }
             }
         } catch {
@@ -255,11 +272,14 @@ struct CompactionTarget {
     /// again as value frames of the new file; then replays them into `state` as a reopen
     /// would. Checkpoint, page and value frames of the range are skipped: the commits say
     /// everything. With `limit`, stops at the first frame boundary at least `limit` bytes
-    /// into the range. Returns where it stopped.
-    mutating func carryOver(from source: PageStore, range: Range<UInt64>, owner: UInt64, stoppingAfter limit: UInt64? = nil) throws -> UInt64 {
+    /// into the range. Returns where it stopped, and what it carried and spent.
+    mutating func carryOver(from source: PageStore, range: Range<UInt64>, owner: UInt64,
+                            stoppingAfter limit: UInt64? = nil) throws -> CarriedOver {
         var position = range.lowerBound
         var bytes: [UInt8] = []
         let start = state.end
+        let began = ContinuousClock.now
+        let commitsBefore = commitsCarriedOver
         while position < range.upperBound, position - range.lowerBound < limit ?? .max {
             let frame = try Recovery.readFrame(at: position, fileSize: range.upperBound, store: source)
             defer { position += UInt64(frame.bytes.count) }
@@ -288,14 +308,20 @@ struct CompactionTarget {
                                   offset: values.end, salt: state.store.salt, compress: true)
             commitsCarriedOver += 1
         }
-        guard !bytes.isEmpty else { return position }
+        var carried = CarriedOver(end: position, bytes: position - range.lowerBound, commits: commitsCarriedOver - commitsBefore)
+        guard !bytes.isEmpty else { return carried }
+        let written = ContinuousClock.now
         try state.store.file.write(bytes, at: start)
+        let replayed = ContinuousClock.now
         let end = start + UInt64(bytes.count)
         _ = try Recovery.catchUp(&state, fileSize: end, owner: owner, options: options)
         guard state.end == end else {
             throw state.store.context(state.end, "carried-over commit").error("the compacted file's carried-over commits do not replay")
         }
-        return position
+        carried.reading = written - began
+        carried.writing = replayed - written
+        carried.replaying = ContinuousClock.now - replayed
+        return carried
     }
 
     /// Writes `Database.preallocation` zeros past the end, as a durable commit does when it

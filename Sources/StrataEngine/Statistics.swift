@@ -75,6 +75,9 @@ public struct Statistics: Sendable, Equatable {
     /// The longest time any background compaction of this handle held writers back at once
     /// (`CompactionResult.writerPause`); zero before the first.
     public var longestBackgroundWriterPause: Duration = .zero
+    /// That longest hold, with what its time went on (carrying commits, syncing, renaming);
+    /// nil before the first background compaction.
+    public var longestBackgroundHold: CompactionHold?
     /// Automatic checkpoints this handle wrote in the background
     /// (`Options.backgroundCheckpoints`).
     public var backgroundCheckpoints: UInt64 = 0
@@ -229,7 +232,8 @@ extension Database {
             salvagedFromOffset: openReport.salvagedFrom, failedAutomaticCheckpoints: writer.failedCheckpoints,
             isPoisoned: writer.poisoned, durableCommits: synced.commits, commitSyncs: synced.syncs,
             backgroundCompactions: compacted.completed, failedBackgroundCompactions: compacted.failed,
-            lastBackgroundCompaction: compacted.last, longestBackgroundWriterPause: compacted.longestPause,
+            lastBackgroundCompaction: compacted.last, longestBackgroundWriterPause: compacted.longestHold?.duration ?? .zero,
+            longestBackgroundHold: compacted.longestHold,
             backgroundCheckpoints: checkpointed.completed, abandonedBackgroundCheckpoints: checkpointed.abandoned,
             longestBackgroundCheckpointPause: checkpointed.longestPause,
             writeBufferMerges: merged.completed, failedWriteBufferMerges: merged.failed, writeBufferRunMerges: merged.runs,

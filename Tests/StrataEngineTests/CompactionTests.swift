@@ -234,6 +234,52 @@ struct CompactionTests {
         try reopened.close()
     }
 
+    @Test("the longest hold is the writers' pause, says what it was for, and its parts fit in it")
+    func longestHoldIsExplained() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let db = try Database(path: directory.file(), options: smallOptions())
+        try filled(db, numbered: 1)
+        let result = try compactInSlices(db)
+        let hold = try #require(result.longestHold)
+        #expect(hold.duration == result.writerPause)
+        #expect(hold.reading + hold.writing + hold.replaying + hold.syncing + hold.renaming <= hold.duration)
+        switch hold.kind {
+        case .slice:
+            // A slice carries at least a slice of the tail, and neither syncs nor renames.
+            #expect(hold.commitsCarried >= 1 && hold.bytesCarried >= CarryOverRounds.sliceBytes)
+            #expect(hold.syncing == .zero && hold.renaming == .zero)
+        case .swap:
+            // The swap carries what the slices left (at most a slice) and syncs the new file.
+            #expect(hold.bytesCarried <= CarryOverRounds.sliceBytes)
+            #expect(hold.syncing > .zero)
+        }
+        try db.close()
+    }
+
+    @Test("a slow sync of the new file in the swap shows in the longest hold as its sync")
+    func slowSwapSyncIsExplained() throws {
+        let fs = SimulatedFileSystem()
+        let db = try Database(path: "/s.strata", options: smallOptions(), fileSystem: fs)
+        try filled(db, numbered: 1)
+        // Every sync takes 20 ms more: the copy's and the preallocation's beside the writers,
+        // and the swap's, the only one writers wait for.
+        @Sendable func slowSync() {
+            Thread.sleep(forTimeInterval: 0.02)
+            fs.beforeNextSync = slowSync
+        }
+        fs.beforeNextSync = slowSync
+        let result = try db.compact()
+        fs.beforeNextSync = nil
+        let hold = try #require(result.longestHold)
+        #expect(result.writerHolds == 1)
+        #expect(hold.kind == .swap && hold.commitsCarried == 0)
+        #expect(hold.syncing >= .milliseconds(20))
+        #expect(hold.syncing + hold.renaming <= hold.duration)
+        #expect(hold.description.hasPrefix("swap of 0 commits"))
+        try db.close()
+    }
+
     @Test("a writer thread committing all through two compactions loses no acknowledged commit")
     func concurrentWriterLosesNothing() throws {
         let directory = TemporaryDirectory()

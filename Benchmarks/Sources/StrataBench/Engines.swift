@@ -26,8 +26,8 @@ protocol W1Engine: AnyObject {
     /// compaction) is finished; false when it has none the benchmark can wait for.
     func settle() throws -> Bool
     /// The longest time the engine's own background compactions held writers back at once
-    /// so far (strata); nil for engines without them.
-    var longestBackgroundWriterPause: Duration? { get }
+    /// so far, and what that hold's time went on (strata); nil for engines without them.
+    var longestBackgroundHold: (pause: Duration, parts: String)? { get }
     func close() throws
     /// Compacts while a thread commits `users`, one durable transaction each; nil when the
     /// engine cannot compact beside writers.
@@ -48,7 +48,7 @@ protocol W1Engine: AnyObject {
 
 extension W1Engine {
     func settle() throws -> Bool { false }
-    var longestBackgroundWriterPause: Duration? { nil }
+    var longestBackgroundHold: (pause: Duration, parts: String)? { nil }
     func compactBesideWriter(_ users: [User]) throws -> CompactionBesideWriter? { nil }
     func commitAcrossCheckpoint(_ users: [User], dirtying updates: [(id: Int64, score: Double)],
                                 progress: Progress) throws -> CommitsAcrossCheckpoint? { nil }

@@ -21,8 +21,8 @@ protocol KeyValueStore: AnyObject {
     func compact() throws -> Bool
     /// `W1Engine.settle`.
     func settle() throws -> Bool
-    /// `W1Engine.longestBackgroundWriterPause`.
-    var longestBackgroundWriterPause: Duration? { get }
+    /// `W1Engine.longestBackgroundHold`.
+    var longestBackgroundHold: (pause: Duration, parts: String)? { get }
     /// Waits until a checkpoint the writes started in the background (strata) is written:
     /// a write phase then pays for its checkpoints, as when they held the writer, and none
     /// runs beside the next phase's measurement.
@@ -44,7 +44,7 @@ extension KeyValueStore {
     func reopenWithCheckpointDue(afterDirtying dirty: () throws -> Void, inLogBytes bytes: UInt64) throws -> Bool { false }
     var checkpoints: (written: UInt64, inBackground: UInt64, longestPause: Duration) { (0, 0, .zero) }
     func settle() throws -> Bool { false }
-    var longestBackgroundWriterPause: Duration? { nil }
+    var longestBackgroundHold: (pause: Duration, parts: String)? { nil }
     func waitForBackgroundWork() {}
 }
 
@@ -317,7 +317,7 @@ final class BinaryW1<Store: KeyValueStore>: W1Engine {
     func reopen() throws { try store.reopen() }
     func compact() throws -> Bool { try store.compact() }
     func settle() throws -> Bool { try store.settle() }
-    var longestBackgroundWriterPause: Duration? { store.longestBackgroundWriterPause }
+    var longestBackgroundHold: (pause: Duration, parts: String)? { store.longestBackgroundHold }
     func close() throws { try store.close() }
 
     /// Compacts while a thread commits `users` one durable transaction each, as fast as it

@@ -116,8 +116,9 @@ final class Runner {
                         try engine.get(data.lookups, progress: progress)
                     }
                 }
-                if wants("compact.background-pause"), let pause = engine.longestBackgroundWriterPause {
-                    record(label, "compact.background-pause", name, milliseconds(pause), "ms")
+                if wants("compact.background-pause"), let hold = engine.longestBackgroundHold {
+                    record(label, "compact.background-pause", name, milliseconds(hold.pause), "ms")
+                    progress.note("\(label) \(name) the background compaction's longest hold: \(hold.parts)")
                 }
                 try engine.close()
                 // Closing waits for background work (LevelDB's compactions) the load caused.

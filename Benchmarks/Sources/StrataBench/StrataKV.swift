@@ -138,7 +138,7 @@ final class StrataKV: KeyValueStore {
         return true
     }
 
-    var longestBackgroundWriterPause: Duration? { database.longestBackgroundWriterPause }
+    var longestBackgroundHold: (pause: Duration, parts: String)? { database.longestBackgroundHold }
 
     func waitForBackgroundWork() { database.waitForBackgroundCheckpoint() }
 
@@ -203,12 +203,13 @@ extension StrataKV.View: KeyValueWriter where Base == WriteTransaction {
 }
 
 extension Database {
-    /// `Statistics.longestBackgroundWriterPause`, nil until a background compaction has
-    /// finished (a zero would read as a measured pause): `compact.background-pause`, for
-    /// the engine and the typed layer alike.
-    var longestBackgroundWriterPause: Duration? {
-        guard let statistics = try? statistics(), statistics.backgroundCompactions > 0 else { return nil }
-        return statistics.longestBackgroundWriterPause
+    /// `Statistics.longestBackgroundHold`: how long the longest hold was and what its time
+    /// went on; nil until a background compaction has finished (a zero would read as a
+    /// measured pause). `compact.background-pause`, for the engine and the typed layer alike.
+    var longestBackgroundHold: (pause: Duration, parts: String)? {
+        guard let statistics = try? statistics(), statistics.backgroundCompactions > 0,
+              let hold = statistics.longestBackgroundHold else { return nil }
+        return (hold.duration, hold.description)
     }
 }
 

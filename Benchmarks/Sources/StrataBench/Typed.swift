@@ -42,7 +42,7 @@ final class TypedDatabase {
         return true
     }
 
-    var longestBackgroundWriterPause: Duration? { storage.database.longestBackgroundWriterPause }
+    var longestBackgroundHold: (pause: Duration, parts: String)? { storage.database.longestBackgroundHold }
 }
 
 /// W1 through the typed layer. `Row` is the model inserts use before the age index exists,
@@ -142,7 +142,7 @@ final class TypedW1<Row: W1Row, Indexed: W1Row>: W1Engine {
     func reopen() throws { try database.reopen() }
     func compact() throws -> Bool { try database.compact() }
     func settle() throws -> Bool { try database.settle() }
-    var longestBackgroundWriterPause: Duration? { database.longestBackgroundWriterPause }
+    var longestBackgroundHold: (pause: Duration, parts: String)? { database.longestBackgroundHold }
     func close() throws { try database.storage.close() }
 }
 
