@@ -31,10 +31,10 @@ extension Database {
     /// 3. Holding writers back, the last few commits are carried over, the new file is
     ///    synced, renamed over `PATH`, and the directory synced. Only this step pauses
     ///    writers (`CompactionResult.writerPause`); readers never wait. When writers commit
-    ///    as fast as the rounds carry (a bulk load), what is left is carried in slices,
-    ///    each holding writers back, with writers let in between: a slice carries
-    ///    `CarryOverRounds.sliceBytes` more than the writers added since the last, so the
-    ///    tail shrinks at every hold and no single wait is longer than a slice.
+    ///    as fast as the rounds carry (a bulk load), the rest is carried in slices, each
+    ///    holding writers back only to append what they committed since the pass beside
+    ///    them before it; each pass beside them appends what they added meanwhile and
+    ///    replays everything appended, until what is left fits the last hold.
     ///
     /// A crash before the rename leaves the original intact, holding every acknowledged
     /// commit (the next open deletes the leftover); after it, the new file holds them all.
@@ -61,7 +61,10 @@ extension Database {
 
     /// `compact()` once this handle's compactions' turn is held. `rounds` decides when the
     /// rounds beside the writers stop (tests pass one that allows none).
-    func compactHoldingTurn(progress: ((UInt64, UInt64) -> Void)?, rounds: CarryOverRounds = CarryOverRounds()) throws -> CompactionResult {
+    /// `beforeEachHold` runs beside the writers just before each hold, after the append
+    /// beside them (tests commit there, as writers do meanwhile).
+    func compactHoldingTurn(progress: ((UInt64, UInt64) -> Void)?, rounds: CarryOverRounds = CarryOverRounds(),
+                            beforeEachHold: () -> Void = {}) throws -> CompactionResult {
         let (snapshot, copiedUpTo) = try withWriter { writer in (try self.snapshot(), writer.end) }
         let old = snapshot.store
         let before = try old.file.size()
@@ -76,14 +79,7 @@ extension Database {
             let owner = nextOwner()
             var carried = copiedUpTo
             var rounds = rounds
-            // Where the old file ended when the last slice let the writers go; before the
-            // first, where it ended when the rounds stopped. (Counted from what the rounds
-            // carried instead, the first slice took the whole tail the rounds left: when a
-            // load outpaced them, a hold of 291 ms at 10M records.)
-            var endAtLastHold: UInt64
-            while true {
-                endAtLastHold = writerCounters().end
-                guard rounds.another(tail: endAtLastHold - carried) else { break }
+            while rounds.another(tail: writerCounters().end - carried) {
                 carried = try target.carryOver(from: old, range: carried ..< carried + rounds.tail, owner: owner).end
             }
             var longest: CompactionHold?, holds = 0
@@ -91,23 +87,29 @@ extension Database {
             // freed after the writers are let go, on this thread (freed in the last hold it
             // was most of that hold: 118 of 138 ms at the end of a 3M-record load).
             var replaced: (Snapshot, PageStore)?
+            var slices = SliceProgress()
             /// A slice, then the writers are let in (the gate hands itself to a waiting
-            /// writer before this thread takes it again). It carries a slice more than the
-            /// writers added since the last hold: the tail shrinks by a slice at every hold,
-            /// however fast they commit. (Giving up on slices that did not gain, and carrying
-            /// the rest in one hold, held a 10M-record load's writer for 2.4 s.)
-            func carrySlice(_ writer: WriterState, _ hold: inout CompactionHold) throws {
-                let added = writer.end - endAtLastHold
-                let slice = try target.carryOver(from: old, range: carried ..< writer.end, owner: owner,
-                                                 stoppingAfter: CarryOverRounds.sliceBytes + added)
+            /// writer before this thread takes it again): the commits they made since the
+            /// append beside them are appended (at most `sliceAppendBytes` of the old file:
+            /// past a background checkpoint's page batches the rest is appended beside them
+            /// next), and a commit of the backlog replayed (`SliceProgress`). Replaying was
+            /// nine tenths of the work (about 2 ms per 1,000-record commit beside a 10M-record
+            /// load, its slices holding it 4–13 ms when they replayed all they appended): the
+            /// rest is replayed beside the writers.
+            func appendSlice(_ writer: WriterState, _ hold: inout CompactionHold) throws {
+                let unreplayed = target.unreplayedBytes
+                let slice = try target.append(from: old, range: carried ..< writer.end, stoppingAfter: CarryOverRounds.sliceAppendBytes)
                 hold.add(slice)
                 carried = slice.end
-                endAtLastHold = writer.end
+                let appended = target.unreplayedBytes - unreplayed
+                (hold.bytesReplayed, hold.replaying) = try target.replay(owner: owner, atLeast: slices.replayBytes(appended: appended))
             }
-            /// The last commits, then the new file synced and renamed over the old, and its
-            /// state put in the handle.
+            /// The last commits (and those appended beside the writers, not yet replayed),
+            /// then the new file synced and renamed over the old, and its state put in the
+            /// handle.
             func swap(_ writer: WriterState, _ hold: inout CompactionHold) throws {
-                hold.add(try target.carryOver(from: old, range: carried ..< writer.end, owner: owner))
+                hold.add(try target.append(from: old, range: carried ..< writer.end))
+                (hold.bytesReplayed, hold.replaying) = try target.replay(owner: owner)
                 let synced = ContinuousClock.now
                 try target.sync()
                 let renamed = ContinuousClock.now
@@ -122,14 +124,21 @@ extension Database {
                 hold.renaming = ContinuousClock.now - renamed
             }
             while true {
-                // What is carried so far is made durable beside the writers, with zeros
-                // ahead of it for what the holds carry and the writers' next commits: the
-                // sync they wait for covers only what was carried since, written over those
-                // zeros. Beside the writers only once a mebibyte waits for it: the writers
-                // commit while it runs, and the next slice carries what they added. (A sync
-                // before every slice, slow beside a 10M-record load's own writes, made
-                // slices that held the load 191 and 495 ms.)
+                // Beside the writers: what was appended so far is replayed; then made durable,
+                // with zeros ahead of it for what the holds carry and the writers' next
+                // commits: the sync they wait for covers only what was carried since, written
+                // over those zeros. Synced only once a mebibyte waits for it: the writers
+                // commit while it runs. (A sync before every slice, slow beside a 10M-record
+                // load's own writes, made slices that held the load 191 and 495 ms.)
+                if slices.replaysBeside { _ = try target.replay(owner: owner) }
                 if try target.preallocate() || target.unsyncedBytes > CarryOverRounds.unsyncedBytes { try target.sync() }
+                // Then what the writers committed meanwhile is appended, still beside them,
+                // so that the hold finds only what they add while it does: the page batches
+                // a background checkpoint placed between their commits are walked here,
+                // never in a hold (walked in a slice, 209 MB of them held a 10M-record load
+                // 220 ms).
+                if slices.replaysBeside { carried = try target.append(from: old, range: carried ..< writerCounters().end).end }
+                beforeEachHold()
                 let hold = try withWriter { writer -> CompactionHold in
                     let paused = ContinuousClock.now
                     // Only compaction replaces the writer's file, and compactions take turns:
@@ -138,9 +147,11 @@ extension Database {
                     guard writer.store === old else {
                         throw StrataError.io(operation: "compact (the file was replaced meanwhile)", path: path, errno: EAGAIN)
                     }
-                    var hold = CompactionHold(kind: writer.end - carried > CarryOverRounds.sliceBytes ? .slice : .swap)
+                    // The last hold appends and replays at most a slice.
+                    let left = writer.end - carried + target.unreplayedBytes
+                    var hold = CompactionHold(kind: left > CarryOverRounds.sliceBytes ? .slice : .swap)
                     switch hold.kind {
-                    case .slice: try carrySlice(writer, &hold)
+                    case .slice: try appendSlice(writer, &hold)
                     case .swap: try swap(writer, &hold)
                     }
                     hold.duration = ContinuousClock.now - paused
@@ -164,21 +175,23 @@ extension Database {
     }
 }
 
-/// When carry-over rounds beside the writers stop and the last one, holding them back,
-/// begins: once the commits left to carry are few (their replay is the writers' pause), or
-/// when rounds stop gaining on writers that commit as fast as the rounds carry. What is left
-/// then is carried in slices of `sliceBytes` (plus what writers add between them), each
-/// holding writers back.
+/// When carry-over rounds beside the writers stop and the holds begin: once the commits
+/// left to carry are few, or when rounds stop gaining on writers that commit as fast as the
+/// rounds carry. What is left then is carried in slices (`compactHoldingTurn`), the last
+/// hold taking at most `sliceBytes`.
 struct CarryOverRounds {
     /// Bytes of the old file the last round holds writers back for, at most (when the
     /// rounds catch up).
     static let finalBytes: UInt64 = 32 << 10
-    /// Bytes of the old file one slice carries while it holds writers back, when the rounds
-    /// beside them did not catch up (the slice ends at the first frame boundary past it).
-    /// Carrying a commit costs about twice what committing it did (it is decoded, encoded,
-    /// written, then read back and replayed): measured at the end of a 3M-record W1 load,
-    /// a slice of one or two 1,000-record commits held the writer back 18–33 ms.
+    /// Bytes at most that the last hold carries over (appends and replays, about 2 ms per
+    /// 1,000-record W1 commit beside a 10M-record load) before it syncs and swaps; while
+    /// more is left, a hold is a slice, which appends what writers added and replays a
+    /// commit (`SliceProgress`).
     static let sliceBytes: UInt64 = 64 << 10
+    /// Bytes of the old file at most that a slice appends (to the first frame boundary past
+    /// it): about 2 ms of reading and appending commits, or more of walking past a
+    /// checkpoint's page frames.
+    static let sliceAppendBytes: UInt64 = 256 << 10
     /// Bytes carried in slices that may wait unsynced for the next: the last hold's sync
     /// covers at most this and its own slice (about 2 ms here).
     static let unsyncedBytes: UInt64 = 1 << 20
@@ -211,11 +224,38 @@ struct CarryOverRounds {
     }
 }
 
+/// How much a slice replays while it holds writers back. Each pass beside the writers
+/// replays everything appended, but writers committing about as fast as it replays keep
+/// the backlog from ever fitting the last hold (beside the 10M-record load, every time).
+/// So each slice also replays one commit of the backlog; and after `limit` slices without
+/// the swap, the passes beside the writers stop (`replaysBeside`) and each slice replays
+/// what it appended and a commit more: the backlog then shrinks by a commit at every hold
+/// however fast they commit, and the compaction ends.
+struct SliceProgress {
+    static let limit = 32
+    private(set) var slices = 0
+
+    /// Whether passes beside the writers still append and replay between the holds.
+    var replaysBeside: Bool { slices < Self.limit }
+
+    /// The bytes this slice replays at least (to the end of the commit they end in), given
+    /// the bytes it appended; counts it.
+    mutating func replayBytes(appended: UInt64) -> UInt64 {
+        defer { slices += 1 }
+        return replaysBeside ? 1 : appended + 1
+    }
+}
+
 /// The new file a compaction writes: the copied live data, then the commits carried over.
 struct CompactionTarget {
     private(set) var state: RecoveredState
     private(set) var commitsCarriedOver = 0
-    /// Where the zeros `preallocate()` wrote end; at most `state.end` when none are left.
+    /// Where the commits `append` wrote end: past `state.end` while some wait for `replay`.
+    private(set) var end: UInt64
+    /// Where each appended commit not yet replayed ends (its value frames before it), in
+    /// order: the places `replay` may stop at.
+    private var unreplayedCommitEnds: [UInt64] = []
+    /// Where the zeros `preallocate()` wrote end; at most `end` when none are left.
     private(set) var allocatedEnd: UInt64 = 0
     /// Where the file ended at its last sync.
     private var syncedEnd: UInt64 = 0
@@ -265,19 +305,27 @@ struct CompactionTarget {
             store: store, trees: trees, sequence: snapshot.sequence, checkpoint: address, checkpointSequence: snapshot.sequence,
             slotGeneration: slots[1].generation, end: appender.position, tornBytes: 0, replayedCommits: 0)
         syncedEnd = state.end
+        end = state.end
+    }
+
+    /// `append`, then `replay`: the commits in `range` carried over whole.
+    mutating func carryOver(from source: PageStore, range: Range<UInt64>, owner: UInt64,
+                            stoppingAfter limit: UInt64? = nil) throws -> CarriedOver {
+        var carried = try append(from: source, range: range, stoppingAfter: limit)
+        carried.replaying = try replay(owner: owner).time
+        return carried
     }
 
     /// Appends the commits in `range` of `source` (the old file; its frames there are
     /// complete) to the new file, each with its sequence and time, its stored values written
-    /// again as value frames of the new file; then replays them into `state` as a reopen
-    /// would. Checkpoint, page and value frames of the range are skipped: the commits say
-    /// everything. With `limit`, stops at the first frame boundary at least `limit` bytes
-    /// into the range. Returns where it stopped, and what it carried and spent.
-    mutating func carryOver(from source: PageStore, range: Range<UInt64>, owner: UInt64,
-                            stoppingAfter limit: UInt64? = nil) throws -> CarriedOver {
+    /// again as value frames of the new file. Checkpoint, page and value frames of the range
+    /// are skipped: the commits say everything. With `limit`, stops at the first frame
+    /// boundary at least `limit` bytes into the range. Returns where it stopped, and what it
+    /// carried and spent. The new file's trees have them once `replay` has run.
+    mutating func append(from source: PageStore, range: Range<UInt64>, stoppingAfter limit: UInt64? = nil) throws -> CarriedOver {
         var position = range.lowerBound
         var bytes: [UInt8] = []
-        let start = state.end
+        let start = end
         let began = ContinuousClock.now
         let commitsBefore = commitsCarriedOver
         while position < range.upperBound, position - range.lowerBound < limit ?? .max {
@@ -306,22 +354,33 @@ struct CompactionTarget {
             bytes += values.bytes
             bytes += Frame.encode(.log, payload: log.takePayload(sequence: batch.sequence, timeMilliseconds: batch.timeMilliseconds),
                                   offset: values.end, salt: state.store.salt, compress: true)
+            unreplayedCommitEnds.append(start + UInt64(bytes.count))
             commitsCarriedOver += 1
         }
         var carried = CarriedOver(end: position, bytes: position - range.lowerBound, commits: commitsCarriedOver - commitsBefore)
         guard !bytes.isEmpty else { return carried }
         let written = ContinuousClock.now
         try state.store.file.write(bytes, at: start)
-        let replayed = ContinuousClock.now
-        let end = start + UInt64(bytes.count)
-        _ = try Recovery.catchUp(&state, fileSize: end, owner: owner, options: options)
-        guard state.end == end else {
+        end = start + UInt64(bytes.count)
+        carried.reading = written - began
+        carried.writing = ContinuousClock.now - written
+        return carried
+    }
+
+    /// Replays the commits `append` wrote since the last replay into the new file's trees,
+    /// as a reopen would: all of them, or with `atLeast`, those up to the first commit that
+    /// ends that many bytes on. Returns the time it took.
+    mutating func replay(owner: UInt64, atLeast bytes: UInt64? = nil) throws -> (bytes: UInt64, time: Duration) {
+        guard state.end < end else { return (0, .zero) }
+        let from = state.end
+        let began = ContinuousClock.now
+        let through = bytes.map { bytes in unreplayedCommitEnds.first { $0 >= state.end + bytes } ?? end } ?? end
+        _ = try Recovery.catchUp(&state, fileSize: through, owner: owner, options: options)
+        guard state.end == through else {
             throw state.store.context(state.end, "carried-over commit").error("the compacted file's carried-over commits do not replay")
         }
-        carried.reading = written - began
-        carried.writing = replayed - written
-        carried.replaying = ContinuousClock.now - replayed
-        return carried
+        unreplayedCommitEnds.removeFirst(unreplayedCommitEnds.prefix { $0 <= through }.count)
+        return (through - from, ContinuousClock.now - began)
     }
 
     /// Writes `Database.preallocation` zeros past the end, as a durable commit does when it
@@ -334,20 +393,23 @@ struct CompactionTarget {
     ///
     /// - Returns: Whether it wrote zeros (which want a sync beside the writers).
     mutating func preallocate() throws -> Bool {
-        guard options.durability == .full, allocatedEnd < state.end + CarryOverRounds.sliceBytes else { return false }
-        let from = max(state.end, allocatedEnd)
-        let through = state.end + Database.preallocation
+        guard options.durability == .full, allocatedEnd < end + CarryOverRounds.sliceBytes else { return false }
+        let from = max(end, allocatedEnd)
+        let through = end + Database.preallocation
         try state.store.file.write([UInt8](repeating: 0, count: Int(through - from)), at: from)
         allocatedEnd = through
         return true
     }
 
+    /// Bytes appended that `replay` has not replayed yet.
+    var unreplayedBytes: UInt64 { end - state.end }
+
     /// Bytes carried over since the last sync.
-    var unsyncedBytes: UInt64 { state.end - syncedEnd }
+    var unsyncedBytes: UInt64 { end - syncedEnd }
 
     /// Makes the carried-over commits durable.
     mutating func sync() throws {
         try state.store.file.sync()
-        syncedEnd = state.end
+        syncedEnd = end
     }
 }

@@ -139,10 +139,10 @@ struct CompactionTests {
 
     /// One commit of 400 values of 800 bytes that do not compress (~320 KB of value frames),
     /// `blockValue(number, i)` under the keys (number, 0) … (number, 399) of `tree`.
-    func commitBlock(numbered number: Int, to db: Database, tree: String) throws {
+    func commitBlock(numbered number: Int, entries: Int = 400, to db: Database, tree: String) throws {
         try db.write { tx in
             try tx.createTree(tree, ifNotExists: true)
-            for i in 0 ..< 400 { try tx.put(blockValue(number, i), forKey: Key(number, i).bytes, in: tree) }
+            for i in 0 ..< entries { try tx.put(blockValue(number, i), forKey: Key(number, i).bytes, in: tree) }
         }
     }
 
@@ -174,43 +174,109 @@ struct CompactionTests {
         try reopened.close()
     }
 
-    /// Compacts `db` with no rounds beside the writers (as when a bulk load outpaces them):
-    /// ten blocks committed during the copy, ~3 MiB of log, are left to the holds. `committed`
-    /// is called after each block, `afterCommits` after the last.
-    func compactInSlices(_ db: Database, committed: @escaping () -> Void = {}, afterCommits: @escaping () -> Void = {}) throws -> CompactionResult {
-        var started = false
+    /// Compacts `db` with no rounds beside the writers (as when a bulk load outpaces them),
+    /// a writer committing `perHold` blocks of `entries` entries (800 bytes each) before each
+    /// of the first `holds` holds, as a load does between them. More than a slice, they are
+    /// carried by a slice's hold.
+    func compactInSlices(_ db: Database, holds: Int = 10, perHold: Int = 1, entries: Int = 100) throws -> CompactionResult {
+        var block = 0
         return try db.compactions.withLock { _ in
-            try db.compactHoldingTurn(progress: { _, _ in
-                guard !started else { return }
-                started = true
-                for t in 0 ..< 10 {
-                    try? commitBlock(numbered: t, to: db, tree: "sliced")
-                    committed()
+            try db.compactHoldingTurn(progress: nil, rounds: CarryOverRounds(maxRounds: 0), beforeEachHold: {
+                guard block < holds * perHold else { return }
+                for _ in 0 ..< perHold {
+                    try? commitBlock(numbered: block, entries: entries, to: db, tree: "sliced")
+                    block += 1
                 }
-                afterCommits()
-            }, rounds: CarryOverRounds(maxRounds: 0))
+            })
         }
     }
 
-    @Test("commits the rounds beside the writers leave are carried in slices, each holding writers back, and none is lost")
+    /// A filled database whose log keeps its debug messages: each hold a compaction makes.
+    func filledLoggingHolds(at path: String) throws -> (Database, CapturedLog) {
+        let log = CapturedLog()
+        var options = smallOptions()
+        options.logger = log.logger
+        let db = try Database(path: path, options: options)
+        try filled(db, numbered: 1)
+        return (db, log)
+    }
+
+    /// The holds `log` saw, as `CompactionHold.description`s.
+    func holds(in log: CapturedLog) -> [String] {
+        log.entries(at: .debug).filter { $0.message == "compaction held writers" }.compactMap { $0.metadata["hold"] }
+    }
+
+    @Test("commits writers make between the holds are carried in slices, each holding writers back, and none is lost")
     func restIsCarriedInSlices() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        let db = try Database(path: directory.file(), options: smallOptions())
-        try filled(db, numbered: 1)
-        var commits = 0
-        let result = try compactInSlices(db, committed: { commits += 1 })
-        #expect(commits == 10)
+        let (db, log) = try filledLoggingHolds(at: directory.file())
+        let result = try compactInSlices(db)
         #expect(result.commitsCarriedOver == 10)
-        // A slice (64 KiB, and what the writers added since the last hold) at each hold, the
-        // first too: it once took the whole tail.
-        #expect(result.writerHolds >= 20)
+        let holds = holds(in: log)
+        #expect(result.writerHolds == 11 && holds.count == 11)
+        // A slice for each block, then the swap of nothing left.
+        #expect(holds.dropLast().allSatisfy { $0.hasPrefix("slice of 1 commits") })
+        #expect(holds.last?.hasPrefix("swap of 0 commits") == true)
+        try db.close()
+        let reopened = try Database(path: directory.file(), options: smallOptions())
+        #expect(try reopened.snapshot().count(in: "sliced") == 1_000)
+        #expect(try reopened.snapshot().get(Key(9, 99).bytes, in: "sliced") == blockValue(9, 99))
+        #expect(try NumberedWorkload.content(of: reopened) == NumberedWorkload.states(through: 1)[1])
+        try reopened.close()
+    }
+
+    /// The kilobytes each logged hold replayed ("replay N KB").
+    func replayedKilobytes(_ hold: String) -> Int? {
+        hold.firstMatch(of: /replay (\d+) KB/).flatMap { Int($0.1) }
+    }
+
+    @Test("a slice replays one commit of what it appended and leaves the rest to the pass beside the writers")
+    func sliceReplaysOneCommit() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let (db, log) = try filledLoggingHolds(at: directory.file())
+        // Two commits of ~40 KB before each hold.
+        let result = try compactInSlices(db, holds: 5, perHold: 2, entries: 50)
+        #expect(result.writerHolds == 6)
+        let slices = holds(in: log).dropLast()
+        #expect(slices.count == 5)
+        for slice in slices {
+            #expect(slice.hasPrefix("slice of 2 commits"))
+            #expect(replayedKilobytes(slice).map { (38 ... 45).contains($0) } == true, "\(slice)")
+        }
+        try db.close()
+        let reopened = try Database(path: directory.file(), options: smallOptions())
+        #expect(try reopened.snapshot().count(in: "sliced") == 500)
+        try reopened.close()
+    }
+
+    @Test("after 32 slices the passes beside the writers stop, each slice replays all it appended and a commit more, and the compaction ends")
+    func slicesReplayWhatTheyAppendOnceTheyHaveNotCaughtUp() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let (db, log) = try filledLoggingHolds(at: directory.file())
+        let result = try compactInSlices(db, holds: 40, perHold: 2, entries: 50)
+        let slices = holds(in: log).dropLast()
+        #expect(result.writerHolds == 41 && slices.count == 40)
+        #expect(slices.prefix(SliceProgress.limit).allSatisfy { replayedKilobytes($0).map { $0 < 50 } == true })
+        #expect(slices.dropFirst(SliceProgress.limit).allSatisfy { replayedKilobytes($0).map { $0 >= 76 } == true })
         try db.close()
         let reopened = try Database(path: directory.file(), options: smallOptions())
         #expect(try reopened.snapshot().count(in: "sliced") == 4_000)
-        #expect(try reopened.snapshot().get(Key(9, 399).bytes, in: "sliced") == blockValue(9, 399))
-        #expect(try NumberedWorkload.content(of: reopened) == NumberedWorkload.states(through: 1)[1])
+        #expect(try reopened.snapshot().get(Key(79, 49).bytes, in: "sliced") == blockValue(79, 49))
         try reopened.close()
+    }
+
+    @Test("a slice replays one commit while passes beside the writers run, then what it appended and one more")
+    func sliceProgressReplaysMoreAfterItsLimit() {
+        var slices = SliceProgress()
+        for _ in 0 ..< SliceProgress.limit {
+            #expect(slices.replaysBeside)
+            #expect(slices.replayBytes(appended: 500_000) == 1)
+        }
+        #expect(!slices.replaysBeside)
+        #expect(slices.replayBytes(appended: 500_000) == 500_001)
     }
 
     @Test("slices do not each wait for a sync of the new file: it is synced beside the writers once a mebibyte is carried")
@@ -223,14 +289,15 @@ struct CompactionTests {
             syncs.add(1, ordering: .relaxed)
             fs.beforeNextSync = countSyncs
         }
-        let result = try compactInSlices(db, afterCommits: { fs.beforeNextSync = countSyncs })   // the copy's own syncs and the holds' from here
-        #expect(result.writerHolds >= 20)
-        // A sync before each slice was one per hold: every commit the writers made during it
-        // was carried by the next hold, which then held them back as long.
-        #expect(syncs.load(ordering: .relaxed) < result.writerHolds / 2)
+        fs.beforeNextSync = countSyncs
+        let result = try compactInSlices(db)
+        #expect(result.writerHolds == 11)
+        // The copy's two, the blocks' own (one each), at most two beside the writers for
+        // the ten slices' megabyte, and the swap's: a sync before each slice was ten more.
+        #expect(syncs.load(ordering: .relaxed) <= 2 + 10 + 2 + 1)
         try db.close()
         let reopened = try Database(path: "/s.strata", options: smallOptions(), fileSystem: fs)
-        #expect(try reopened.snapshot().count(in: "sliced") == 4_000)
+        #expect(try reopened.snapshot().count(in: "sliced") == 1_000)
         try reopened.close()
     }
 
@@ -246,8 +313,10 @@ struct CompactionTests {
         #expect(hold.reading + hold.writing + hold.replaying + hold.syncing + hold.renaming <= hold.duration)
         switch hold.kind {
         case .slice:
-            // A slice carries at least a slice of the tail, and neither syncs nor renames.
+            // A slice appends what the writers added (more than a slice) and replays a commit
+            // of it; it neither syncs nor renames.
             #expect(hold.commitsCarried >= 1 && hold.bytesCarried >= CarryOverRounds.sliceBytes)
+            #expect(hold.bytesReplayed > 0)
             #expect(hold.syncing == .zero && hold.renaming == .zero)
         case .swap:
             // The swap carries what the slices left (at most a slice) and syncs the new file.
