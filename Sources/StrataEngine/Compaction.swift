@@ -90,19 +90,15 @@ extension Database {
             var slices = SliceProgress()
             /// A slice, then the writers are let in (the gate hands itself to a waiting
             /// writer before this thread takes it again): the commits they made since the
-            /// append beside them are appended, and a commit of the backlog replayed
-            /// (`SliceProgress`). Replaying was nine tenths of the work (about 2 ms per
-            /// 1,000-record commit beside a 10M-record load, its slices holding it 4–13 ms
-            /// when they replayed all they carried): the rest is replayed beside the writers.
-            /// A slice walks at most `sliceAppendBytes` of a background checkpoint's page
-            /// frames, and while passes beside the writers run appends at most that much of
-            /// the old file: they append the rest. Once they stop, it appends every commit
-            /// the writers made since the last hold, so what is left shrinks at every hold.
+            /// append beside them are appended (at most `sliceAppendBytes` of the old file:
+            /// past a background checkpoint's page batches the rest is appended beside them
+            /// next), and a commit of the backlog replayed (`SliceProgress`). Replaying was
+            /// nine tenths of the work (about 2 ms per 1,000-record commit beside a 10M-record
+            /// load, its slices holding it 4–13 ms when they replayed all they appended): the
+            /// rest is replayed beside the writers.
             func appendSlice(_ writer: WriterState, _ hold: inout CompactionHold) throws {
                 let unreplayed = target.unreplayedBytes
-                let slice = try target.append(from: old, range: carried ..< writer.end,
-                                              stoppingAfter: slices.replaysBeside ? CarryOverRounds.sliceAppendBytes : nil,
-                                              walkingAtMost: CarryOverRounds.sliceAppendBytes)
+                let slice = try target.append(from: old, range: carried ..< writer.end, stoppingAfter: CarryOverRounds.sliceAppendBytes)
                 hold.add(slice)
                 carried = slice.end
                 let appended = target.unreplayedBytes - unreplayed
@@ -192,9 +188,9 @@ struct CarryOverRounds {
     /// more is left, a hold is a slice, which appends what writers added and replays a
     /// commit (`SliceProgress`).
     static let sliceBytes: UInt64 = 64 << 10
-    /// Bytes of the old file at most that a slice appends while passes beside the writers
-    /// run, and of page frames it walks (to the first frame boundary past it): about 2 ms
-    /// of reading and appending commits, or more of walking past a checkpoint's pages.
+    /// Bytes of the old file at most that a slice appends (to the first frame boundary past
+    /// it): about 2 ms of reading and appending commits, or more of walking past a
+    /// checkpoint's page frames.
     static let sliceAppendBytes: UInt64 = 256 << 10
     /// Bytes carried in slices that may wait unsynced for the next: the last hold's sync
     /// covers at most this and its own slice (about 2 ms here).
@@ -232,11 +228,9 @@ struct CarryOverRounds {
 /// replays everything appended, but writers committing about as fast as it replays keep
 /// the backlog from ever fitting the last hold (beside the 10M-record load, every time).
 /// So each slice also replays one commit of the backlog; and after `limit` slices without
-/// the swap, the passes beside the writers stop (`replaysBeside`) and each slice appends
-/// every commit they made since the last hold and replays what it appended and a commit
-/// more: what is left then shrinks by a commit at every hold however fast they commit
-/// (past a checkpoint's page frames, which a slice walks a bounded part of), and the
-/// compaction ends.
+/// the swap, the passes beside the writers stop (`replaysBeside`) and each slice replays
+/// what it appended and a commit more: the backlog then shrinks by a commit at every hold
+/// however fast they commit, and the compaction ends.
 struct SliceProgress {
     static let limit = 32
     private(set) var slices = 0
@@ -326,25 +320,18 @@ struct CompactionTarget {
     /// complete) to the new file, each with its sequence and time, its stored values written
     /// again as value frames of the new file. Checkpoint, page and value frames of the range
     /// are skipped: the commits say everything. With `limit`, stops at the first frame
-    /// boundary at least `limit` bytes into the range; with `pageLimit`, at the first past
-    /// that many bytes of page and checkpoint frames walked. Returns where it stopped, and
-    /// what it carried and spent. The new file's trees have them once `replay` has run.
-    mutating func append(from source: PageStore, range: Range<UInt64>, stoppingAfter limit: UInt64? = nil,
-                         walkingAtMost pageLimit: UInt64? = nil) throws -> CarriedOver {
+    /// boundary at least `limit` bytes into the range. Returns where it stopped, and what it
+    /// carried and spent. The new file's trees have them once `replay` has run.
+    mutating func append(from source: PageStore, range: Range<UInt64>, stoppingAfter limit: UInt64? = nil) throws -> CarriedOver {
         var position = range.lowerBound
         var bytes: [UInt8] = []
         let start = end
         let began = ContinuousClock.now
         let commitsBefore = commitsCarriedOver
-        var walked: UInt64 = 0
-        while position < range.upperBound, position - range.lowerBound < limit ?? .max, walked < pageLimit ?? .max {
+        while position < range.upperBound, position - range.lowerBound < limit ?? .max {
             let frame = try Recovery.readFrame(at: position, fileSize: range.upperBound, store: source)
             defer { position += UInt64(frame.bytes.count) }
-            guard frame.header.type == .log else {
-                // A value frame belongs to a commit after it; pages and checkpoints do not.
-                if frame.header.type != .value { walked += UInt64(frame.bytes.count) }
-                continue
-            }
+            guard frame.header.type == .log else { continue }
             let context = source.context(position, "log frame")
             let payload = try Frame.payload(of: frame.bytes, header: frame.header, offset: position, salt: source.salt, context: context)
             var values = PendingValueFrames(start: start + UInt64(bytes.count), salt: state.store.salt)

@@ -268,28 +268,6 @@ struct CompactionTests {
         try reopened.close()
     }
 
-    @Test("a slice appends at most 256 KiB while passes beside the writers run, and every commit made since the last hold once they stop")
-    func fallbackSlicesAppendAllTheWritersAdded() throws {
-        let directory = TemporaryDirectory()
-        defer { directory.remove() }
-        let (db, log) = try filledLoggingHolds(at: directory.file())
-        // Five commits of ~87 KB before each hold.
-        let result = try compactInSlices(db, holds: SliceProgress.limit + 4, perHold: 5, entries: 100)
-        let slices = holds(in: log).dropLast()
-        let commits = slices.map { $0.firstMatch(of: /slice of (\d+) commits/).flatMap { Int($0.1) } ?? 0 }
-        #expect(result.writerHolds >= SliceProgress.limit + 5 && commits.count >= SliceProgress.limit + 4)
-        // Three commits (~87 KB each) reach past 256 KiB; the rest are appended by the next
-        // pass beside the writers.
-        #expect(commits.prefix(SliceProgress.limit).allSatisfy { $0 == 3 })
-        // Then every commit since the last hold: five, and at the first those the last
-        // pass had not appended yet.
-        #expect(commits.dropFirst(SliceProgress.limit).prefix(4).allSatisfy { $0 >= 5 })
-        try db.close()
-        let reopened = try Database(path: directory.file(), options: smallOptions())
-        #expect(try reopened.snapshot().count(in: "sliced") == (SliceProgress.limit + 4) * 500)
-        try reopened.close()
-    }
-
     @Test("a slice replays one commit while passes beside the writers run, then what it appended and one more")
     func sliceProgressReplaysMoreAfterItsLimit() {
         var slices = SliceProgress()
