@@ -312,9 +312,8 @@ struct CompactionTarget {
     }
 
     /// `append`, then `replay`: the commits in `range` carried over whole.
-    mutating func carryOver(from source: PageStore, range: Range<UInt64>, owner: UInt64,
-                            stoppingAfter limit: UInt64? = nil) throws -> CarriedOver {
-        var carried = try append(from: source, range: range, stoppingAfter: limit)
+    mutating func carryOver(from source: PageStore, range: Range<UInt64>, owner: UInt64) throws -> CarriedOver {
+        var carried = try append(from: source, range: range)
         carried.replaying = try replay(owner: owner).time
         return carried
     }
