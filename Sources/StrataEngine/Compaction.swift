@@ -9,15 +9,16 @@ public struct CompactionResult: Sendable, Equatable {
     public var bytesAfter: UInt64
     /// Commits made while the live data was copied, carried over into the new file.
     public var commitsCarriedOver: Int = 0
-    /// The longest time writers were held up at once: the last slice of carried-over commits
-    /// and the swap, or an earlier slice when writers kept the rounds beside them from
-    /// catching up. The copy and the rounds run beside them.
-    public var writerPause: Duration = .zero
     /// How many times writers were held up: 1 when the rounds beside them caught up, more
     /// when the rest was carried over in slices with writers let in between.
     public var writerHolds: Int = 0
-    /// The longest hold (`writerPause` long), with what its time went on.
+    /// The longest hold, with what its time went on.
     public var longestHold: CompactionHold?
+
+    /// The longest time writers were held up at once (`longestHold`'s): the swap, or a slice
+    /// when writers kept the rounds beside them from catching up. The copy and the rounds
+    /// run beside them.
+    public var writerPause: Duration { longestHold?.duration ?? .zero }
 }
 
 extension Database {
@@ -80,7 +81,7 @@ extension Database {
             var carried = copiedUpTo
             var rounds = rounds
             while rounds.another(tail: writerCounters().end - carried) {
-                carried = try target.carryOver(from: old, range: carried ..< carried + rounds.tail, owner: owner).end
+                carried = try target.carryOver(from: old, range: carried ..< carried + rounds.tail, owner: owner)
             }
             var longest: CompactionHold?, holds = 0
             // The state the swap replaces (the old tree, its dirty nodes and cached pages):
@@ -164,7 +165,7 @@ extension Database {
                     withExtendedLifetime(replaced) {}
                     replaced = nil
                     return CompactionResult(bytesBefore: before, bytesAfter: target.state.end, commitsCarriedOver: target.commitsCarriedOver,
-                                            writerPause: longest?.duration ?? .zero, writerHolds: holds, longestHold: longest)
+                                            writerHolds: holds, longestHold: longest)
                 }
             }
         } catch {
@@ -312,10 +313,10 @@ struct CompactionTarget {
     }
 
     /// `append`, then `replay`: the commits in `range` carried over whole.
-    mutating func carryOver(from source: PageStore, range: Range<UInt64>, owner: UInt64) throws -> CarriedOver {
-        var carried = try append(from: source, range: range)
-        carried.replaying = try replay(owner: owner).time
-        return carried
+    mutating func carryOver(from source: PageStore, range: Range<UInt64>, owner: UInt64) throws -> UInt64 {
+        let end = try append(from: source, range: range).end
+        _ = try replay(owner: owner)
+        return end
     }
 
     /// Appends the commits in `range` of `source` (the old file; its frames there are

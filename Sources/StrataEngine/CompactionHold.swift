@@ -54,7 +54,6 @@ public struct CompactionHold: Sendable, Equatable, CustomStringConvertible {
         commitsCarried += carried.commits
         reading += carried.reading
         writing += carried.writing
-        replaying += carried.replaying
     }
 
     public var description: String {
@@ -69,7 +68,7 @@ public struct CompactionHold: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// What one carry-over of commits into a compaction's new file did and spent.
+/// What one append of commits to a compaction's new file did and spent.
 struct CarriedOver {
     /// Where it stopped in the old file.
     var end: UInt64
@@ -77,5 +76,4 @@ struct CarriedOver {
     var commits = 0
     var reading: Duration = .zero
     var writing: Duration = .zero
-    var replaying: Duration = .zero
 }

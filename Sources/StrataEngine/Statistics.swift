@@ -72,12 +72,12 @@ public struct Statistics: Sendable, Equatable {
     public var failedBackgroundCompactions: UInt64
     /// The latest background compaction: sizes before and after, and the writers' pause.
     public var lastBackgroundCompaction: CompactionResult?
-    /// The longest time any background compaction of this handle held writers back at once
-    /// (`CompactionResult.writerPause`); zero before the first.
-    public var longestBackgroundWriterPause: Duration = .zero
-    /// That longest hold, with what its time went on (carrying commits, syncing, renaming);
-    /// nil before the first background compaction.
+    /// The longest hold of any background compaction of this handle, with what its time
+    /// went on (carrying commits, syncing, renaming); nil before the first.
     public var longestBackgroundHold: CompactionHold?
+    /// The longest time any background compaction of this handle held writers back at once
+    /// (`longestBackgroundHold`'s, `CompactionResult.writerPause`); zero before the first.
+    public var longestBackgroundWriterPause: Duration { longestBackgroundHold?.duration ?? .zero }
     /// Automatic checkpoints this handle wrote in the background
     /// (`Options.backgroundCheckpoints`).
     public var backgroundCheckpoints: UInt64 = 0
@@ -232,8 +232,7 @@ extension Database {
             salvagedFromOffset: openReport.salvagedFrom, failedAutomaticCheckpoints: writer.failedCheckpoints,
             isPoisoned: writer.poisoned, durableCommits: synced.commits, commitSyncs: synced.syncs,
             backgroundCompactions: compacted.completed, failedBackgroundCompactions: compacted.failed,
-            lastBackgroundCompaction: compacted.last, longestBackgroundWriterPause: compacted.longestHold?.duration ?? .zero,
-            longestBackgroundHold: compacted.longestHold,
+            lastBackgroundCompaction: compacted.last, longestBackgroundHold: compacted.longestHold,
             backgroundCheckpoints: checkpointed.completed, abandonedBackgroundCheckpoints: checkpointed.abandoned,
             longestBackgroundCheckpointPause: checkpointed.longestPause,
             writeBufferMerges: merged.completed, failedWriteBufferMerges: merged.failed, writeBufferRunMerges: merged.runs,
