@@ -35,7 +35,10 @@ extension Database {
     ///    as fast as the rounds carry (a bulk load), the rest is carried in slices, each
     ///    holding writers back only to append what they committed since the pass beside
     ///    them before it; each pass beside them appends what they added meanwhile and
-    ///    replays everything appended, until what is left fits the last hold.
+    ///    replays everything appended, until what is left fits the last hold. When the
+    ///    writers buffer their writes (`Options.writeBufferEntries`), the carried commits
+    ///    go to the new file's write buffers as theirs do, merged into its trees beside the
+    ///    writers; what is buffered at the swap, the writer merges as its own.
     ///
     /// A crash before the rename leaves the original intact, holding every acknowledged
     /// commit (the next open deletes the leftover); after it, the new file holds them all.
@@ -73,15 +76,12 @@ extension Database {
         try fileSystem.remove(temporaryPath)
         let file = try fileSystem.open(temporaryPath, mode: .readWrite)
         do {
-            var target = try CompactionTarget(copying: snapshot, into: file, options: options, isCancelled: isClosed, progress: progress)
-            // The new file's tree is this compaction's alone until the swap: every round and
-            // slice changes it as one owner, so a leaf copied once is changed in place after
-            // (a new owner per round copied again every leaf each round touched).
-            let owner = nextOwner()
+            var target = try CompactionTarget(copying: snapshot, into: file, options: options, owners: (nextOwner(), nextOwner()),
+                                              isCancelled: isClosed, progress: progress)
             var carried = copiedUpTo
             var rounds = rounds
             while rounds.another(tail: writerCounters().end - carried) {
-                carried = try target.carryOver(from: old, range: carried ..< carried + rounds.tail, owner: owner)
+                carried = try target.carryOver(from: old, range: carried ..< carried + rounds.tail)
             }
             var longest: CompactionHold?, holds = 0
             // The state the swap replaces (the old tree, its dirty nodes and cached pages):
@@ -93,9 +93,10 @@ extension Database {
             /// writer before this thread takes it again): the commits they made since the
             /// append beside them are appended (at most `sliceAppendBytes` of the old file:
             /// past a background checkpoint's page batches the rest is appended beside them
-            /// next), and a commit of the backlog replayed (`SliceProgress`). Replaying was
-            /// nine tenths of the work (about 2 ms per 1,000-record commit beside a 10M-record
-            /// load, its slices holding it 4–13 ms when they replayed all they appended): the
+            /// next), and a commit of the backlog replayed (`SliceProgress`): about 0.5 ms
+            /// per 1,000-record commit into the write buffers, 2 ms into the trees (when
+            /// the writers buffer nothing, nor does the replay), where the slices beside a
+            /// 10M-record load held it 4–13 ms when they replayed all they appended. The
             /// rest is replayed beside the writers.
             func appendSlice(_ writer: WriterState, _ hold: inout CompactionHold) throws {
                 let unreplayed = target.unreplayedBytes
@@ -103,14 +104,14 @@ extension Database {
                 hold.add(slice)
                 carried = slice.end
                 let appended = target.unreplayedBytes - unreplayed
-                (hold.bytesReplayed, hold.replaying) = try target.replay(owner: owner, atLeast: slices.replayBytes(appended: appended))
+                (hold.bytesReplayed, hold.replaying) = try target.replay(atLeast: slices.replayBytes(appended: appended), holding: true)
             }
             /// The last commits (and those appended beside the writers, not yet replayed),
             /// then the new file synced and renamed over the old, and its state put in the
             /// handle.
             func swap(_ writer: WriterState, _ hold: inout CompactionHold) throws {
                 hold.add(try target.append(from: old, range: carried ..< writer.end))
-                (hold.bytesReplayed, hold.replaying) = try target.replay(owner: owner)
+                (hold.bytesReplayed, hold.replaying) = try target.replay(holding: true)
                 let synced = ContinuousClock.now
                 try target.sync()
                 let renamed = ContinuousClock.now
@@ -131,7 +132,7 @@ extension Database {
                 // over those zeros. Synced only once a mebibyte waits for it: the writers
                 // commit while it runs. (A sync before every slice, slow beside a 10M-record
                 // load's own writes, made slices that held the load 191 and 495 ms.)
-                if slices.replaysBeside { _ = try target.replay(owner: owner) }
+                if slices.replaysBeside { _ = try target.replay() }
                 if try target.preallocate() || target.unsyncedBytes > CarryOverRounds.unsyncedBytes { try target.sync() }
                 // Then what the writers committed meanwhile is appended, still beside them,
                 // so that the hold finds only what they add while it does: the page batches
@@ -184,8 +185,8 @@ struct CarryOverRounds {
     /// Bytes of the old file the last round holds writers back for, at most (when the
     /// rounds catch up).
     static let finalBytes: UInt64 = 32 << 10
-    /// Bytes at most that the last hold carries over (appends and replays, about 2 ms per
-    /// 1,000-record W1 commit beside a 10M-record load) before it syncs and swaps; while
+    /// Bytes at most that the last hold carries over (appends and replays, about 0.7 ms
+    /// per 1,000-record W1 commit beside a 10M-record load) before it syncs and swaps; while
     /// more is left, a hold is a slice, which appends what writers added and replays a
     /// commit (`SliceProgress`).
     static let sliceBytes: UInt64 = 64 << 10
@@ -227,7 +228,8 @@ struct CarryOverRounds {
 
 /// How much a slice replays while it holds writers back. Each pass beside the writers
 /// replays everything appended, but writers committing about as fast as it replays keep
-/// the backlog from ever fitting the last hold (beside the 10M-record load, every time).
+/// the backlog from ever fitting the last hold (beside the 10M-record load, every time
+/// while the replay wrote into the trees; rarely since it writes into the write buffers).
 /// So each slice also replays one commit of the backlog; and after `limit` slices without
 /// the swap, the passes beside the writers stop (`replaysBeside`) and each slice replays
 /// what it appended and a commit more: the backlog then shrinks by a commit at every hold
@@ -264,12 +266,24 @@ struct CompactionTarget {
     /// Where the file ended at its last sync.
     private var syncedEnd: UInt64 = 0
     private let options: Database.Options
+    /// The owner that changes the new file's trees: they are this compaction's alone until
+    /// the swap, so a leaf copied once is changed in place after (a new owner per round
+    /// copied again every leaf each round touched).
+    private let owner: UInt64
+    /// The owner the replay runs under when it writes into the trees' write buffers (see
+    /// `replay`): not the trees', so that a put never reads the leaf it would go to.
+    private let bufferOwner: UInt64
+    /// When the write buffers are merged into the trees: the writers' policy, merging on
+    /// this thread; nil when the writers buffer nothing, and neither does the replay.
+    private let mergePolicy: WriteBufferPolicy?
 
     /// Writes the live data of `snapshot` into `file` (emptied first) as one checkpoint of
     /// full pages, named by both slots, and synced.
-    init(copying snapshot: Snapshot, into file: any StorageFile, options: Database.Options,
+    init(copying snapshot: Snapshot, into file: any StorageFile, options: Database.Options, owners: (trees: UInt64, buffers: UInt64),
          isCancelled: () -> Bool, progress: ((UInt64, UInt64) -> Void)?) throws {
         self.options = options
+        (owner, bufferOwner) = owners
+        mergePolicy = WriteBufferPolicy(options, merges: nil)
         let total = try snapshot.trees.values.reduce(0) { $0 + (try $1.exactCount(store: snapshot.store)) }
         var copied: UInt64 = 0
         try Recovery.initialize(file, pageSize: snapshot.store.limits.pageSize)
@@ -313,9 +327,9 @@ struct CompactionTarget {
     }
 
     /// `append`, then `replay`: the commits in `range` carried over whole.
-    mutating func carryOver(from source: PageStore, range: Range<UInt64>, owner: UInt64) throws -> UInt64 {
+    mutating func carryOver(from source: PageStore, range: Range<UInt64>) throws -> UInt64 {
         let end = try append(from: source, range: range).end
-        _ = try replay(owner: owner)
+        _ = try replay()
         return end
     }
 
@@ -372,18 +386,43 @@ struct CompactionTarget {
 
     /// Replays the commits `append` wrote since the last replay into the new file's trees,
     /// as a reopen would: all of them, or with `atLeast`, those up to the first commit that
-    /// ends that many bytes on. Returns the time it took.
-    mutating func replay(owner: UInt64, atLeast bytes: UInt64? = nil) throws -> (bytes: UInt64, time: Duration) {
-        guard state.end < end else { return (0, .zero) }
-        let from = state.end
+    /// ends that many bytes on. Returns the bytes and the time it took.
+    ///
+    /// When the writers buffer their writes (`Database.Options.writeBufferEntries`), the
+    /// puts and deletes go to the trees' write buffers, as theirs do, under an owner other
+    /// than the trees' so that no put reads the leaf it goes to. Replayed into the trees,
+    /// each put of a commit read its leaf, mostly from the new file: about 2 ms per
+    /// 1,000-record commit beside a 10M-record load, the floor of a slice, against 0.5 ms
+    /// into the buffers. Beside the writers (not `holding`), buffers past the writers'
+    /// limits are then merged into the trees, in key order, as the writer merges its own;
+    /// what the swap leaves buffered, the writer takes over.
+    mutating func replay(atLeast bytes: UInt64? = nil, holding: Bool = false) throws -> (bytes: UInt64, time: Duration) {
         let began = ContinuousClock.now
-        let through = bytes.map { bytes in unreplayedCommitEnds.first { $0 >= state.end + bytes } ?? end } ?? end
-        _ = try Recovery.catchUp(&state, fileSize: through, owner: owner, options: options)
-        guard state.end == through else {
-            throw state.store.context(state.end, "carried-over commit").error("the compacted file's carried-over commits do not replay")
+        let from = state.end
+        if state.end < end {
+            let through = bytes.map { bytes in unreplayedCommitEnds.first { $0 >= state.end + bytes } ?? end } ?? end
+            let buffering = mergePolicy != nil
+            _ = try Recovery.catchUp(&state, fileSize: through, owner: buffering ? bufferOwner : owner,
+                                     buffer: buffering ? Self.replayBuffer : nil, options: options)
+            guard state.end == through else {
+                throw state.store.context(state.end, "carried-over commit").error("the compacted file's carried-over commits do not replay")
+            }
+            unreplayedCommitEnds.removeFirst(unreplayedCommitEnds.prefix { $0 <= through }.count)
         }
-        unreplayedCommitEnds.removeFirst(unreplayedCommitEnds.prefix { $0 <= through }.count)
-        return (through - from, ContinuousClock.now - began)
+        if !holding, let mergePolicy { try mergeDueBuffers(mergePolicy) }
+        return (state.end - from, ContinuousClock.now - began)
+    }
+
+    /// The write buffers' policy while commits replay into them: never due for a merge
+    /// there (a hold replays a few commits; a merge into a 10M-record tree takes seconds).
+    private static let replayBuffer = WriteBufferPolicy(minimumEntries: .max)
+
+    /// Merges the buffers past `policy`'s limits into the trees, under the trees' owner.
+    private mutating func mergeDueBuffers(_ policy: WriteBufferPolicy) throws {
+        var changes = TreeChanges(trees: state.trees, mutator: TreeMutator(store: state.store, owner: owner))
+        changes.buffer = policy
+        try changes.settleBuffers(policy: policy, newOwner: { owner })
+        state.trees = changes.trees
     }
 
     /// Writes `Database.preallocation` zeros past the end, as a durable commit does when it

@@ -106,13 +106,18 @@ enum Recovery {
     /// replays the frames after `state.end`. A bad frame at the tail is a write still in
     /// progress (or interrupted): replay stops before it and the next catch-up tries again.
     /// Damage followed by valid commits is refused as at open.
+    /// With `buffer`, the puts and deletes go to the trees' write buffers, as a write
+    /// transaction's do, and end as runs (a compaction's holds: `CompactionTarget`).
     /// Returns the trees that the replayed commits changed.
-    static func catchUp(_ state: inout RecoveredState, fileSize: UInt64, owner: UInt64, options: Database.Options) throws -> Set<String> {
+    static func catchUp(_ state: inout RecoveredState, fileSize: UInt64, owner: UInt64, buffer: WriteBufferPolicy? = nil,
+                        options: Database.Options) throws -> Set<String> {
         var changes = TreeChanges(trees: state.trees, mutator: TreeMutator(store: state.store, owner: owner))
+        changes.buffer = buffer
         changes.touched = []
         if let bad = try replayToBadFrame(into: &state, changes: &changes, fileSize: fileSize, sequenceKnown: true) {
             _ = try handleBadFrame(bad, store: state.store, options: options)
         }
+        if buffer != nil { changes.flushAllPending() }
         state.trees = changes.trees
         return changes.touched ?? []
     }

@@ -304,7 +304,7 @@ extension TreeChanges {
     /// merge its owner), else here. Beside the writer, runs that are due to become one
     /// are merged there too (`RunsMerge`).
     mutating func settleBuffers(policy: WriteBufferPolicy, newOwner: () -> UInt64) throws {
-        for index in treePositions() where trees.values[index].pending != nil { flushPending(at: index) }
+        flushAllPending()
         guard let merges = policy.merges else {
             for index in treePositions() where trees.values[index].isBuffered { try mergeIfDue(at: index, policy: policy) }
             for name in largestBuffers(over: policy.bytesLimit) { try mergeBuffer(at: try position(of: name)) }
@@ -330,6 +330,11 @@ extension TreeChanges {
         for name in largestBuffers(over: policy.bytesLimit) where due[name] == nil { due[name] = trees[name] }
         if !due.isEmpty, !merges.isRunning { merges.start(due, mutator: TreeMutator(store: mutator.store, owner: newOwner())) }
         startMergingRuns(merges)
+    }
+
+    /// `flushPending` for every tree with pending writes.
+    mutating func flushAllPending() {
+        for index in treePositions() where trees.values[index].pending != nil { flushPending(at: index) }
     }
 
     /// Every tree's position, for a loop that changes trees' states in place. (A loop over

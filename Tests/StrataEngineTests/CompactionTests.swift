@@ -268,6 +268,83 @@ struct CompactionTests {
         try reopened.close()
     }
 
+    /// Compacts a filled database whose writer commits `entries` new records to "bulk", a
+    /// tree the copy holds, just before the only hold: the swap carries them.
+    func compactCarryingInTheSwap(_ options: Database.Options, at path: String, entries: Int) throws -> Database {
+        let db = try Database(path: path, options: options)
+        try filled(db, numbered: 1)
+        var committed = false
+        let result = try db.compactions.withLock { _ in
+            try db.compactHoldingTurn(progress: nil, rounds: CarryOverRounds(maxRounds: 0), beforeEachHold: {
+                guard !committed else { return }
+                committed = true
+                try? commitBlock(numbered: 50_000, entries: entries, to: db, tree: "bulk")
+            })
+        }
+        #expect(result.writerHolds == 1 && result.commitsCarriedOver == 1)
+        return db
+    }
+
+    @Test("the commits a hold carries wait in the write buffer, which the writer takes over, reads through and merges")
+    func holdsReplayIntoTheWriteBuffer() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var options = smallOptions()
+        options.writeBufferIdleMerge = nil
+        let db = try compactCarryingInTheSwap(options, at: directory.file(), entries: 10)
+        let bulk = try #require(try db.statistics().trees.first { $0.name == "bulk" })
+        #expect(bulk.bufferedWrites == 10 && bulk.entryCount == 10_010)
+        #expect(try db.snapshot().get(Key(50_000, 9).bytes, in: "bulk") == blockValue(50_000, 9))
+        try db.write { tx in try tx.put([1], forKey: Key(50_000, 0).bytes, in: "bulk") }
+        try db.checkpoint()
+        #expect(try db.statistics().trees.first { $0.name == "bulk" }?.bufferedWrites == 0)
+        try db.close()
+        let reopened = try Database(path: directory.file(), options: smallOptions())
+        #expect(try reopened.snapshot().count(in: "bulk") == 10_010)
+        #expect(try reopened.snapshot().get(Key(50_000, 0).bytes, in: "bulk") == [1])
+        #expect(try reopened.snapshot().get(Key(50_000, 9).bytes, in: "bulk") == blockValue(50_000, 9))
+        try reopened.close()
+    }
+
+    @Test("commits carried beside the writers are merged from the write buffer into the trees once past the writers' limit")
+    func roundsMergeDueBuffers() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var options = smallOptions()
+        options.writeBufferEntries = 64
+        options.writeBufferIdleMerge = nil
+        let db = try Database(path: directory.file(), options: options)
+        try filled(db, numbered: 1)
+        // 1,600 new records of "bulk" in the first round: past the 1,250 a buffer of a
+        // 10,000-entry tree holds.
+        var calls = 0
+        let result = try db.compact { _, _ in
+            calls += 1
+            for block in 0 ..< 2 { try? commitBlock(numbered: 2 * calls + block, to: db, tree: "bulk") }
+        }
+        #expect(calls == 2 && result.commitsCarriedOver == 4)
+        let bulk = try #require(try db.statistics().trees.first { $0.name == "bulk" })
+        #expect(bulk.bufferedWrites == 0 && bulk.entryCount == 11_600)
+        try db.close()
+        let reopened = try Database(path: directory.file(), options: smallOptions())
+        #expect(try reopened.snapshot().count(in: "bulk") == 11_600)
+        #expect(try reopened.snapshot().get(Key(5, 399).bytes, in: "bulk") == blockValue(5, 399))
+        try reopened.close()
+    }
+
+    @Test("without a write buffer, the commits a hold carries go into the trees")
+    func holdsReplayIntoTheTreesWithoutAWriteBuffer() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var options = smallOptions()
+        options.writeBufferEntries = nil
+        let db = try compactCarryingInTheSwap(options, at: directory.file(), entries: 10)
+        let bulk = try #require(try db.statistics().trees.first { $0.name == "bulk" })
+        #expect(bulk.bufferedWrites == 0 && bulk.entryCount == 10_010)
+        #expect(try db.snapshot().get(Key(50_000, 9).bytes, in: "bulk") == blockValue(50_000, 9))
+        try db.close()
+    }
+
     @Test("a slice replays one commit while passes beside the writers run, then what it appended and one more")
     func sliceProgressReplaysMoreAfterItsLimit() {
         var slices = SliceProgress()
