@@ -132,7 +132,7 @@ extension Database {
                 // over those zeros. Synced only once a mebibyte waits for it: the writers
                 // commit while it runs. (A sync before every slice, slow beside a 10M-record
                 // load's own writes, made slices that held the load 191 and 495 ms.)
-                if slices.replaysBeside { _ = try target.replay() }
+                if slices.replaysBeside { _ = try target.replay() } else { try target.settleBuffers() }
                 if try target.preallocate() || target.unsyncedBytes > CarryOverRounds.unsyncedBytes { try target.sync() }
                 // Then what the writers committed meanwhile is appended, still beside them,
                 // so that the hold finds only what they add while it does: the page batches
@@ -409,20 +409,32 @@ struct CompactionTarget {
             }
             unreplayedCommitEnds.removeFirst(unreplayedCommitEnds.prefix { $0 <= through }.count)
         }
-        if !holding, let mergePolicy { try mergeDueBuffers(mergePolicy) }
+        if !holding { try settleBuffers() }
         return (state.end - from, ContinuousClock.now - began)
     }
 
     /// The write buffers' policy while commits replay into them: never due for a merge
-    /// there (a hold replays a few commits; a merge into a 10M-record tree takes seconds).
-    private static let replayBuffer = WriteBufferPolicy(minimumEntries: .max)
+    /// there (a hold replays a few commits; a merge into a 10M-record tree takes seconds),
+    /// and leaving the merges of runs to `settleBuffers`.
+    private static let replayBuffer: WriteBufferPolicy = {
+        var policy = WriteBufferPolicy(minimumEntries: .max)
+        policy.leavesRunMerges = true
+        return policy
+    }()
 
-    /// Merges the buffers past `policy`'s limits into the trees, under the trees' owner.
-    private mutating func mergeDueBuffers(_ policy: WriteBufferPolicy) throws {
+    /// Beside the writers: the buffers past the writers' limits merged into the trees, under
+    /// the trees' owner, and the runs the replays added (merging none but the smallest,
+    /// `WriteBufferPolicy.leavesRunMerges`) merged as their size classes fill.
+    mutating func settleBuffers() throws {
+        guard let mergePolicy else { return }
         var changes = TreeChanges(trees: state.trees, mutator: TreeMutator(store: state.store, owner: owner))
-        changes.buffer = policy
-        try changes.settleBuffers(policy: policy, newOwner: { owner })
-        state.trees = changes.trees
+        changes.buffer = mergePolicy
+        try changes.settleBuffers(policy: mergePolicy, newOwner: { owner })
+        state.trees = changes.trees.mapValues { tree in
+            var tree = tree
+            tree.runs = tree.runs?.mergingLeftTiers()
+            return tree
+        }
     }
 
     /// Writes `Database.preallocation` zeros past the end, as a durable commit does when it

@@ -12,6 +12,10 @@ struct WriteBufferPolicy {
 
     /// Where merges beside the writer run; nil: the writer merges on its own thread.
     var merges: BackgroundBufferMerges?
+    /// Whether the merges of large runs are left to the owner of the changes, who makes
+    /// them elsewhere (`SortedRuns.mergingLeftTiers`), as with merges beside the writer: a
+    /// compaction's holds, which add runs its passes beside the writers merge.
+    var leavesRunMerges = false
 
     /// The policy `options` asks for, merging beside the writer in `merges`; nil when they
     /// ask for no buffer.
@@ -290,7 +294,7 @@ extension TreeChanges {
     }
 
     private mutating func addRun(_ run: BufferRun, at index: Dictionary<String, TreeState>.Index) {
-        trees.values[index].runs = trees.values[index].runs?.adding(run, mergesBesideWriter: buffer?.merges != nil) ?? SortedRuns([run])
+        trees.values[index].runs = trees.values[index].runs?.adding(run, mergesBesideWriter: buffer.map { $0.merges != nil || $0.leavesRunMerges } ?? false) ?? SortedRuns([run])
     }
 
     /// `flushPending` for the tree called `name`.

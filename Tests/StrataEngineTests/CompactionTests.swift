@@ -345,6 +345,60 @@ struct CompactionTests {
         try db.close()
     }
 
+    @Test("overwrites and deletes of copied keys, committed in rounds and between holds, read back as a model says",
+          arguments: [64, nil] as [Int?])
+    func carriedOverwritesAndDeletesMatchAModel(writeBufferEntries: Int?) throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var options = smallOptions()
+        options.writeBufferEntries = writeBufferEntries
+        options.writeBufferIdleMerge = nil
+        let db = try Database(path: directory.file(), options: options)
+        try filled(db, numbered: 1)
+        var model = Dictionary(uniqueKeysWithValues: (0 ..< 10_000).map { (Key($0).bytes, Key($0).bytes) })
+        var generator = SeededGenerator(seed: 52)
+        // 200 writes a commit, a third of them deletes, to keys the copy holds and new ones.
+        func commitRandomWrites() {
+            try? db.write { tx in
+                for _ in 0 ..< 200 {
+                    let key = Key(Int(generator.next() % 12_000)).bytes
+                    if generator.next() % 3 == 0 {
+                        _ = try tx.delete(key, in: "bulk")
+                        model[key] = nil
+                    } else {
+                        let value = generator.bytes(words: 4)
+                        try tx.put(value, forKey: key, in: "bulk")
+                        model[key] = value
+                    }
+                }
+            }
+        }
+        var holds = 0
+        _ = try db.compactions.withLock { _ in
+            try db.compactHoldingTurn(progress: { _, _ in for _ in 0 ..< 20 { commitRandomWrites() } }, beforeEachHold: {
+                holds += 1
+                if holds <= 10 { for _ in 0 ..< 3 { commitRandomWrites() } }
+            })
+        }
+        func content(_ db: Database) throws -> [[UInt8]: [UInt8]] {
+            var content: [[UInt8]: [UInt8]] = [:]
+            try db.snapshot().scan("bulk") { key, value in
+                content[Array(key)] = Array(value)
+                return true
+            }
+            return content
+        }
+        #expect(try content(db) == model)
+        #expect(try db.snapshot().count(in: "bulk") == model.count)
+        let probe = try #require(model.keys.first)
+        #expect(try db.snapshot().get(probe, in: "bulk") == model[probe])
+        try db.close()
+        let reopened = try Database(path: directory.file(), options: smallOptions())
+        #expect(try content(reopened) == model)
+        #expect(try reopened.snapshot().count(in: "bulk") == model.count)
+        try reopened.close()
+    }
+
     @Test("a slice replays one commit while passes beside the writers run, then what it appended and one more")
     func sliceProgressReplaysMoreAfterItsLimit() {
         var slices = SliceProgress()

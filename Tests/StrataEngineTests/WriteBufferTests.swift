@@ -354,6 +354,21 @@ struct WriteBufferTests {
         #expect(merge.installed(in: state) == nil, "a merge into the tree took one of its runs")
     }
 
+    @Test("runs added without merging large ones are merged tier by tier later, a key two runs hold kept once")
+    func leftTiersAreMergedLater() {
+        // Sixteen runs of one size class, each of `smallestMergedBeside` entries, the newest
+        // writing the oldest's keys again: added as a compaction's holds add them, none merges.
+        let size = SortedRuns.smallestMergedBeside
+        let all = Self.runs((0 ..< 16).map { run in (0 ..< size).map { 10_000 * (run % 15 + 1) + $0 } })
+        var runs = SortedRuns([all.last!])
+        for run in all.dropLast().reversed() { runs = runs.adding(run, mergesBesideWriter: true) }
+        #expect(runs.runs.count == 16)
+        let merged = runs.mergingLeftTiers()
+        #expect(merged.runs.count == 1, "four fours became four, then one")
+        #expect(merged.entries == 15 * size, "the keys two runs hold, once")
+        #expect(Self.contents(of: merged.runs[0]).first?.0 == Self.key(10_000))
+    }
+
     @Test("the writer leaves runs claimed by a merge beside it alone, even past the most runs it keeps")
     func writerLeavesClaimedRunsAlone() {
         var runs = SortedRuns(Self.runs([[1], [3], [5], [7]]))
