@@ -294,7 +294,8 @@ extension TreeChanges {
     }
 
     private mutating func addRun(_ run: BufferRun, at index: Dictionary<String, TreeState>.Index) {
-        trees.values[index].runs = trees.values[index].runs?.adding(run, mergesBesideWriter: buffer.map { $0.merges != nil || $0.leavesRunMerges } ?? false) ?? SortedRuns([run])
+        let mergesElsewhere = buffer.map { $0.merges != nil || $0.leavesRunMerges } ?? false
+        trees.values[index].runs = trees.values[index].runs?.adding(run, mergesBesideWriter: mergesElsewhere) ?? SortedRuns([run])
     }
 
     /// `flushPending` for the tree called `name`.
