@@ -430,11 +430,8 @@ struct CompactionTarget {
         var changes = TreeChanges(trees: state.trees, mutator: TreeMutator(store: state.store, owner: owner))
         changes.buffer = mergePolicy
         try changes.settleBuffers(policy: mergePolicy, newOwner: { owner })
-        state.trees = changes.trees.mapValues { tree in
-            var tree = tree
-            tree.runs = tree.runs?.mergingLeftTiers()
-            return tree
-        }
+        changes.mergeLeftRunTiers()
+        state.trees = changes.trees
     }
 
     /// Writes `Database.preallocation` zeros past the end, as a durable commit does when it

@@ -342,6 +342,15 @@ extension TreeChanges {
         for index in treePositions() where trees.values[index].pending != nil { flushPending(at: index) }
     }
 
+    /// Merges the runs that writes added without merging large ones
+    /// (`WriteBufferPolicy.leavesRunMerges`) as their size classes fill
+    /// (`SortedRuns.mergingLeftTiers`), in every tree.
+    mutating func mergeLeftRunTiers() {
+        for index in treePositions() where trees.values[index].runs != nil {
+            trees.values[index].runs = trees.values[index].runs?.mergingLeftTiers()
+        }
+    }
+
     /// Every tree's position, for a loop that changes trees' states in place. (A loop over
     /// `trees.keys` held a view of the dictionary, so the first change inside it copied the
     /// whole dictionary, and each name was hashed again to find its state: both once per

@@ -285,15 +285,17 @@ struct CompactionTests {
         return db
     }
 
-    @Test("the commits a hold carries wait in the write buffer, which the writer takes over, reads through and merges")
-    func holdsReplayIntoTheWriteBuffer() throws {
+    @Test("the commits a hold carries go where the writers' writes go: the write buffer, which the writer takes over, reads through and merges, or the trees without one",
+          arguments: [65_536, nil] as [Int?])
+    func holdsReplayWhereTheWritersWrite(writeBufferEntries: Int?) throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         var options = smallOptions()
+        options.writeBufferEntries = writeBufferEntries
         options.writeBufferIdleMerge = nil
         let db = try compactCarryingInTheSwap(options, at: directory.file(), entries: 10)
         let bulk = try #require(try db.statistics().trees.first { $0.name == "bulk" })
-        #expect(bulk.bufferedWrites == 10 && bulk.entryCount == 10_010)
+        #expect(bulk.bufferedWrites == (writeBufferEntries == nil ? 0 : 10) && bulk.entryCount == 10_010)
         #expect(try db.snapshot().get(Key(50_000, 9).bytes, in: "bulk") == blockValue(50_000, 9))
         try db.write { tx in try tx.put([1], forKey: Key(50_000, 0).bytes, in: "bulk") }
         try db.checkpoint()
@@ -332,19 +334,6 @@ struct CompactionTests {
         try reopened.close()
     }
 
-    @Test("without a write buffer, the commits a hold carries go into the trees")
-    func holdsReplayIntoTheTreesWithoutAWriteBuffer() throws {
-        let directory = TemporaryDirectory()
-        defer { directory.remove() }
-        var options = smallOptions()
-        options.writeBufferEntries = nil
-        let db = try compactCarryingInTheSwap(options, at: directory.file(), entries: 10)
-        let bulk = try #require(try db.statistics().trees.first { $0.name == "bulk" })
-        #expect(bulk.bufferedWrites == 0 && bulk.entryCount == 10_010)
-        #expect(try db.snapshot().get(Key(50_000, 9).bytes, in: "bulk") == blockValue(50_000, 9))
-        try db.close()
-    }
-
     @Test("overwrites and deletes of copied keys, committed in rounds and between holds, read back as a model says",
           arguments: [64, nil] as [Int?])
     func carriedOverwritesAndDeletesMatchAModel(writeBufferEntries: Int?) throws {
@@ -381,12 +370,7 @@ struct CompactionTests {
             })
         }
         func content(_ db: Database) throws -> [[UInt8]: [UInt8]] {
-            var content: [[UInt8]: [UInt8]] = [:]
-            try db.snapshot().scan("bulk") { key, value in
-                content[Array(key)] = Array(value)
-                return true
-            }
-            return content
+            Dictionary(uniqueKeysWithValues: try allEntries(db.snapshot(), "bulk"))
         }
         #expect(try content(db) == model)
         #expect(try db.snapshot().count(in: "bulk") == model.count)
