@@ -305,10 +305,14 @@ final class SortedRuns: @unchecked Sendable {
     /// 12% of W1's insert.batch with a buffer; callgrind, 100k records.)
     ///
     /// With `mergesBesideWriter`, runs of `smallestMergedBeside` entries or more are merged
-    /// here only past twice `mostRuns`: below that, a merge beside the writer does it
-    /// (`tierWindow`, `RunsMerge`), and the commit only adds the run. (Run merging on the
-    /// writer's thread was 14% of its time in W1's insert.batch at 1M, perf.) Smaller runs
-    /// are merged here either way.
+    /// here only when the runs the writer may move pass three times `mostRuns`: below that,
+    /// a merge beside the writer does it (`mergeWindow`, `RunsMerge`), and the commit only
+    /// adds the run. (Run merging on the writer's thread was 14% of its time in W1's
+    /// insert.batch at 1M, perf.) Smaller runs are merged here either way. Runs a merge
+    /// into the tree took do not count: they leave the buffer when it is installed, and
+    /// the writer could not merge them anyway. (Counted, they held a 10M-record load's
+    /// buffer past the bound for most of its length, and the writer merged 11.7M entries
+    /// itself, 9% of its samples.)
     ///
     /// Only the newest runs that no merge beside the writer has (`BufferRun.isMovable`) are
     /// merged here: such a merge finds its runs by identity.
@@ -322,7 +326,7 @@ final class SortedRuns: @unchecked Sendable {
         runs.append(run)
         runs.append(contentsOf: self.runs)
         var window = 1 + self.runs.prefix(while: \.isMovable).count
-        let mergesAll = !mergesBesideWriter || self.runs.count + 1 > 2 * Self.mostRuns
+        let mergesAll = !mergesBesideWriter || window > 3 * Self.mostRuns
         while window >= Self.tier, runs[1 ..< Self.tier].allSatisfy({ Self.sizeClass($0) == Self.sizeClass(runs[0]) }),
               mergesAll || runs[0].count < Self.smallestMergedBeside {
             runs.replaceSubrange(0 ..< Self.tier, with: CollectionOfOne(BufferRun.merging(Array(runs[0 ..< Self.tier]))))
@@ -330,10 +334,10 @@ final class SortedRuns: @unchecked Sendable {
         }
         // Runs of mixed sizes (a large transaction's between small ones) could pile up
         // unmerged: past a dozen, they all become one. Beside the writer, only the newest
-        // small runs do, up to twice that: the large ones are the merge beside the writer's
-        // (`tierWindow`). Merging them all here, a buffer of 65,536 entries left by a load
-        // was copied every dozen one-record commits (W1 commit.durable at 1M: 59% of the
-        // commits' samples in `BufferRun.merging`, perf).
+        // small runs do, up to three times that: the large ones are the merge beside the
+        // writer's (`mergeWindow`). Merging them all here, a buffer of 65,536 entries left
+        // by a load was copied every dozen one-record commits (W1 commit.durable at 1M: 59%
+        // of the commits' samples in `BufferRun.merging`, perf).
         if window > Self.mostRuns {
             let small = mergesAll ? window : runs[..<window].prefix(while: { $0.count < Self.smallestMergedBeside }).count
             if small > 1 { runs.replaceSubrange(0 ..< small, with: CollectionOfOne(BufferRun.merging(Array(runs[0 ..< small])))) }
@@ -355,9 +359,20 @@ final class SortedRuns: @unchecked Sendable {
         return merged.runs.count > Self.mostRuns ? SortedRuns([BufferRun.merging(merged.runs)]) : merged
     }
 
+    /// The runs a merge beside the writer makes one (`RunsMerge`): a tier due
+    /// (`tierWindow`), else, when more than twice `mostRuns` of the newest runs are ones the
+    /// writer may move, all of those. Runs of many sizes (a 10M-record load's buffer holds
+    /// up to three of each of six size classes, and merges of all of them leave sizes that
+    /// fit no tier) pass that bound with no tier due; merged here, the writer does not
+    /// have to (`adding`).
+    func mergeWindow() -> Range<Int>? {
+        if let tier = tierWindow() { return tier }
+        let movable = runs.prefix(while: \.isMovable).count
+        return movable > 2 * Self.mostRuns ? 0 ..< movable : nil
+    }
+
     /// Where `tier` neighbouring runs that the writer may move are of one size class, and
-    /// not small (`smallestMergedBeside`): the runs a merge beside the writer makes one
-    /// (`RunsMerge`), the newest such first.
+    /// not small (`smallestMergedBeside`), the newest such first.
     func tierWindow() -> Range<Int>? {
         for start in tierCandidates {
             let window = start ..< start + Self.tier

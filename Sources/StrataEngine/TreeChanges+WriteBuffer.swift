@@ -250,7 +250,7 @@ extension TreeChanges {
     private func startMergingRuns(_ merges: BackgroundBufferMerges) {
         guard !merges.isMergingRuns else { return }
         for (name, state) in trees {
-            guard let runs = state.runs, let window = runs.tierWindow() else { continue }
+            guard let runs = state.runs, let window = runs.mergeWindow() else { continue }
             merges.startMergingRuns(Array(runs.runs[window]), of: name)
             return
         }

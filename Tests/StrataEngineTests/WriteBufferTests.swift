@@ -380,6 +380,34 @@ struct WriteBufferTests {
         #expect(runs.entries == 24)
     }
 
+    @Test("runs a merge into the tree took do not count toward the runs the writer keeps: it leaves a tier due to the merge beside it")
+    func takenRunsDoNotMakeTheWriterMerge() {
+        // A merge into a 10M-record tree takes a score of runs for seconds; counted, they
+        // kept the writer merging the runs added meanwhile itself.
+        let size = SortedRuns.smallestMergedBeside
+        let taken = Self.runs((0 ..< 22).map { run in (0 ..< size).map { 100_000 * (run + 1) + $0 } })
+        taken.forEach { $0.markTaken() }
+        var runs = SortedRuns(taken)
+        for run in 0 ..< 4 { runs = runs.adding(Self.runs([(0 ..< size).map { 10_000 * (run + 1) + $0 }])[0], mergesBesideWriter: true) }
+        #expect(runs.runs.count == 26, "the four new runs, unmerged")
+        #expect(runs.mergeWindow() == 0 ..< 4, "the tier they make is the merge beside the writer's")
+    }
+
+    @Test("past twice a dozen runs the writer may move and no tier due, the merge beside the writer takes them all")
+    func mergeBesideTheWriterTakesRunsOfManySizes() {
+        // Runs of two size classes in turn: no four neighbours make a tier.
+        let sizes = (0 ..< 25).map { $0.isMultiple(of: 2) ? SortedRuns.smallestMergedBeside : 4 * SortedRuns.smallestMergedBeside }
+        let all = Self.runs(sizes.enumerated().map { run, size in (0 ..< size).map { 100_000 * (run + 1) + $0 } })
+        var runs = SortedRuns([all.last!])
+        for run in all.dropLast().reversed() { runs = runs.adding(run, mergesBesideWriter: true) }
+        #expect(runs.runs.count == 25, "the writer merged none")
+        #expect(runs.tierWindow() == nil)
+        #expect(runs.mergeWindow() == 0 ..< 25)
+        #expect(SortedRuns(Array(all.prefix(24))).mergeWindow() == nil, "two dozen are within bounds")
+        all[3].markClaimed()
+        #expect(runs.mergeWindow() == nil, "only the newest runs the writer may move, up to one a merge has")
+    }
+
     @Test("past a dozen runs, a commit that merges beside the writer merges only its newest small runs, and leaves the large ones to that merge")
     func writerMergesOnlySmallRunsPastADozen() {
         // A load leaves large runs; one-record commits then add small ones. Merging them all
