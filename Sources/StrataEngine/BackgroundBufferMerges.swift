@@ -42,6 +42,9 @@ final class BackgroundBufferMerges: Sendable {
         /// Merges of runs finished and not yet handed to the writer.
         var finishedRuns: [RunsMerge] = []
         var completedRuns: UInt64 = 0
+        /// Filters over the runs merges into trees took, by tree, not yet handed to the
+        /// writer (`TakenRunsFilter`).
+        var takenFilters: [String: TakenRunsFilter] = [:]
     }
 
     private let state = Mutex(State())
@@ -136,6 +139,9 @@ final class BackgroundBufferMerges: Sendable {
         var merges: [String: BufferMerge] = [:]
         var failure: (any Error)?
         for (name, tree) in trees {
+            if let filter = tree.runs.flatMap({ TakenRunsFilter.covering($0.runs) }) {
+                state.withLock { $0.takenFilters[name] = filter }
+            }
             do {
                 merges[name] = try BufferMerge.merging(tree, mutator: mutator)
             } catch {
@@ -156,6 +162,15 @@ final class BackgroundBufferMerges: Sendable {
         idle.leave()
         idleWatch?.lookSoon()
         return merges
+    }
+
+    /// The filters over taken runs built since the last call (`TakenRunsFilter`), handed
+    /// over: the caller uses those whose runs it still holds.
+    func takeTakenFilters() -> [String: TakenRunsFilter] {
+        state.withLock { state in
+            defer { state.takenFilters = [:] }
+            return state.takenFilters
+        }
     }
 
     /// The merges finished since the last call, handed over: the caller installs those

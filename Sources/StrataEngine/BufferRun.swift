@@ -261,17 +261,31 @@ final class SortedRuns: @unchecked Sendable {
     /// Each run's filter (nil: it keeps none), in the runs' order, side by side: the runs
     /// hold the filters' words as long as these runs live.
     private let probes: [BloomFilter.Probe?]
+    /// What a lookup tests, in the runs' order: each run's filter, or, for the runs a merge
+    /// into the tree took, one filter over them all (`TakenRunsFilter`), kept alive here.
+    private let steps: [LookupStep]
+    let takenFilter: TakenRunsFilter?
     /// Where `tier` neighbouring runs of `smallestMergedBeside` entries or more are of one
     /// size class: the windows `tierWindow` may offer, once their runs are movable. Found
     /// once, since the runs never change: every commit asks (`TreeChanges.startMergingRuns`),
     /// and most commits leave the runs as they were (they append to the tail).
     private let tierCandidates: [Int]
 
-    init(_ runs: [BufferRun]) {
+    /// - Parameter takenFilter: A filter over runs a merge into the tree took, used where
+    ///   `runs` hold them side by side.
+    init(_ runs: [BufferRun], takenFilter: TakenRunsFilter? = nil) {
         self.runs = runs
         self.entries = runs.reduce(0) { $0 + $1.count }
         self.bytes = runs.reduce(0) { $0 + $1.entries.bytes.count }
-        self.probes = runs.map(\.filterProbe)
+        let probes = runs.map(\.filterProbe)
+        self.probes = probes
+        let span = takenFilter?.span(in: runs)
+        self.takenFilter = span == nil ? nil : takenFilter
+        var steps = runs.indices.map { LookupStep(probe: probes[$0], runs: $0 ..< $0 + 1) }
+        if let span, let takenFilter {
+            steps.replaceSubrange(span, with: CollectionOfOne(LookupStep(probe: takenFilter.probe, runs: span)))
+        }
+        self.steps = steps
         self.tierCandidates = runs.count < Self.tier ? [] : (0 ... runs.count - Self.tier).filter { start in
             runs[start].count >= Self.smallestMergedBeside
                 && runs[start ..< start + Self.tier].allSatisfy { Self.sizeClass($0) == Self.sizeClass(runs[start]) }
@@ -285,16 +299,27 @@ final class SortedRuns: @unchecked Sendable {
     /// filter's words, then the block, one run after another (perf, W1 insert.batch at 10M:
     /// 11% of the writer's time in this function).
     func find(_ key: UnsafeRawBufferPointer, hash: UInt64) -> BufferHit {
-        probes.withUnsafeBufferPointer { probes in
-            for probe in probes { probe?.prefetch(hash: hash) }
-            for (i, probe) in probes.enumerated() {
-                if let probe, !probe.mayContain(hash: hash) { continue }
-                let run = runs[i]
-                let (index, found) = run.search(key)
-                if found { return run.isDeleted(index) ? .deleted : .entry((run.entries, index)) }
+        steps.withUnsafeBufferPointer { steps in
+            for step in steps { step.probe?.prefetch(hash: hash) }
+            for step in steps {
+                if let probe = step.probe, !probe.mayContain(hash: hash) { continue }
+                for i in step.runs {
+                    // The runs a merge took, past their common filter: each run's own.
+                    if step.runs.count > 1, let probe = probes[i], !probe.mayContain(hash: hash) { continue }
+                    let run = runs[i]
+                    let (index, found) = run.search(key)
+                    if found { return run.isDeleted(index) ? .deleted : .entry((run.entries, index)) }
+                }
             }
             return .absent
         }
+    }
+
+    /// What `find` tests before searching `runs`, newest first: a run's filter, or one
+    /// filter over several runs; nil: search them.
+    private struct LookupStep {
+        let probe: BloomFilter.Probe?
+        let runs: Range<Int>
     }
 
     /// These runs with `run` added as the newest, merged size-tiered: whenever the four
@@ -316,6 +341,9 @@ final class SortedRuns: @unchecked Sendable {
     ///
     /// Only the newest runs that no merge beside the writer has (`BufferRun.isMovable`) are
     /// merged here: such a merge finds its runs by identity.
+    ///
+    /// The filter over runs a merge into the tree took (`TakenRunsFilter`) goes on with
+    /// the new runs while they hold those runs.
     func adding(_ run: BufferRun, mergesBesideWriter: Bool = false) -> SortedRuns {
         // One array, the new run first; the writer merges within its first `window` runs,
         // the new one and the movable ones after it. (Built as a window, then joined to the
@@ -342,7 +370,7 @@ final class SortedRuns: @unchecked Sendable {
             let small = mergesAll ? window : runs[..<window].prefix(while: { $0.count < Self.smallestMergedBeside }).count
             if small > 1 { runs.replaceSubrange(0 ..< small, with: CollectionOfOne(BufferRun.merging(Array(runs[0 ..< small])))) }
         }
-        return SortedRuns(runs)
+        return SortedRuns(runs, takenFilter: takenFilter)
     }
 
     /// These runs with the merges `adding` leaves to a merge beside the writer made here:

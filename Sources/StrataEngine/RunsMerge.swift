@@ -31,7 +31,7 @@ struct RunsMerge: @unchecked Sendable {
               runs.count - first >= sources.count,
               zip(runs[first...], sources).allSatisfy({ $0 === $1 }) else { return nil }
         var installed = state
-        installed.runs = SortedRuns(Array(runs[..<first]) + [merged] + runs[(first + sources.count)...])
+        installed.runs = SortedRuns(Array(runs[..<first]) + [merged] + runs[(first + sources.count)...], takenFilter: state.runs?.takenFilter)
         return installed
     }
 }

@@ -226,10 +226,16 @@ extension TreeChanges {
     }
 
     /// Installs the merges finished beside the writer where they still apply
-    /// (`BufferMerge.installed`).
-    /// - Returns: Whether any applied.
+    /// (`BufferMerge.installed`), and the filters over the runs a merge running took
+    /// where the runs are still there (`TakenRunsFilter`).
+    /// - Returns: Whether any merge applied.
     @discardableResult
     mutating func installFinishedMerges(_ merges: BackgroundBufferMerges) -> Bool {
+        for (name, filter) in merges.takeTakenFilters() {
+            guard let index = trees.index(forKey: name), let runs = trees.values[index].runs,
+                  filter.span(in: runs.runs) != nil else { continue }
+            trees.values[index].runs = SortedRuns(runs.runs, takenFilter: filter)
+        }
         var any = false
         for (name, merge) in merges.takeFinished() {
             guard let index = trees.index(forKey: name),

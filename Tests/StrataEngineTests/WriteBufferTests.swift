@@ -294,31 +294,86 @@ struct WriteBufferTests {
         }
     }
 
-    @Test("a lookup through many runs, filtered and not, finds each key's newest write, tombstones included, and nothing else")
-    func lookupThroughManyRunsFindsTheNewestWrite() throws {
-        // Twenty runs, newest first: small ones keep no filter, larger ones do; keys recur
-        // across runs with other versions, and some runs delete keys older runs hold.
+    /// Runs of random puts and deletes of keys below `keys`, one run per size (the first
+    /// oldest), newest first as a buffer holds them; `model` gets each key's newest write.
+    static func randomRuns(sizes: [Int], keys: Int, model: inout [Int: Answer]) -> [BufferRun] {
         var generator = SystemRandomNumberGenerator()
-        var model: [Int: Answer] = [:]
         var runs: [BufferRun] = []
-        for version in 0 ..< 20 {
+        for (version, size) in sizes.enumerated() {
             let pending = PendingWrites()
-            let size = version % 3 == 0 ? 8 : 40 + version * 7
             for _ in 0 ..< size {
-                let n = Int.random(in: 0 ..< 600, using: &generator)
+                let n = Int.random(in: 0 ..< keys, using: &generator)
                 if Int.random(in: 0 ..< 5, using: &generator) == 0 {
-                    Self.key(n).withUnsafeBytes { pending.write($0, hash: BloomFilter.hash($0), nil, limits: NodeLimits(pageSize: 4096)) }
+                    key(n).withUnsafeBytes { pending.write($0, hash: BloomFilter.hash($0), nil, limits: NodeLimits(pageSize: 4096)) }
                     model[n] = .deleted
                 } else {
-                    Self.put(n, version: version, into: pending)
-                    model[n] = .value(Self.value(n, version))
+                    put(n, version: version, into: pending)
+                    model[n] = .value(value(n, version))
                 }
             }
             runs.insert(pending.sortedRun(), at: 0)
         }
+        return runs
+    }
+
+    @Test("a lookup through many runs, filtered and not, finds each key's newest write, tombstones included, and nothing else")
+    func lookupThroughManyRunsFindsTheNewestWrite() throws {
+        // Twenty runs, newest first: small ones keep no filter, larger ones do; keys recur
+        // across runs with other versions, and some runs delete keys older runs hold.
+        var model: [Int: Answer] = [:]
+        let runs = Self.randomRuns(sizes: (0 ..< 20).map { $0 % 3 == 0 ? 8 : 40 + $0 * 7 }, keys: 600, model: &model)
         #expect(runs.contains { $0.filterProbe == nil } && runs.contains { $0.filterProbe != nil })
         let sorted = SortedRuns(runs)
         for n in 0 ..< 700 { #expect(Self.lookUp(n, in: sorted) == (model[n] ?? .absent), "key \(n)") }
+    }
+
+    @Test("a lookup through one filter over the runs a merge took answers as a search of every run does")
+    func takenRunsFilterAnswersAsTheRuns() {
+        // Twelve filtered runs, the older eight taken; keys written in several runs with
+        // other versions, some runs deleting keys older runs hold.
+        var model: [Int: Answer] = [:]
+        let runs = Self.randomRuns(sizes: Array(repeating: 60, count: 12), keys: 900, model: &model)
+        let taken = Array(runs.suffix(8))
+        let filter = TakenRunsFilter(covering: taken)
+        let sorted = SortedRuns(runs, takenFilter: filter)
+        #expect(sorted.takenFilter === filter)
+        for n in 0 ..< 1_000 { #expect(Self.lookUp(n, in: sorted) == (model[n] ?? .absent), "key \(n)") }
+    }
+
+    @Test("the filter over taken runs is kept while the runs lie side by side, through added runs and merges of newer ones, and dropped once they do not")
+    func takenRunsFilterFollowsItsRuns() {
+        let size = BufferRun.unfilteredEntries + 1
+        let all = Self.runs((0 ..< 8).map { run in (0 ..< size).map { 1_000 * (run + 1) + $0 } })
+        let taken = Array(all.suffix(5))
+        let filter = TakenRunsFilter(covering: taken)
+        var runs = SortedRuns(all, takenFilter: filter)
+        runs = runs.adding(Self.runs([[1]])[0], mergesBesideWriter: true)
+        #expect(runs.takenFilter === filter, "a run added")
+        let merge = RunsMerge(tree: "t", sources: Array(runs.runs[0 ..< 3]))
+        let merged = merge.installed(in: TreeState(root: nil, entryCount: 0, runs: runs))?.runs
+        #expect(merged?.takenFilter === filter, "newer runs merged")
+        #expect(SortedRuns(Array(all.prefix(6)), takenFilter: filter).takenFilter == nil, "some of its runs are gone")
+        #expect(SortedRuns(Array(all.prefix(3)) + taken.reversed(), takenFilter: filter).takenFilter == nil, "out of order")
+        #expect(TakenRunsFilter.covering(Array(taken.prefix(TakenRunsFilter.minimumRuns - 1))) == nil, "too few to be worth it")
+    }
+
+    @Test("a merge into the tree beside the writer builds one filter over the runs it took, for the writer to test while it runs")
+    func mergeBesideTheWriterFiltersItsRuns() throws {
+        // Four commits, each a run of its own (past the tail's capacity); the fourth takes
+        // the buffer past its limit, and the merge beside the writer takes all four.
+        let size = BufferTail.capacity + 1
+        let db = try Self.seeded(buffer: 3 * size + 10)
+        var model = Self.seededModel()
+        for run in 0 ..< TakenRunsFilter.minimumRuns {
+            try Self.commit((0 ..< size).map { 1_001 + 2 * (run * size + $0) }, to: db, model: &model)
+        }
+        db.waitForWriteBufferMerge()
+        #expect(try db.statistics().writeBufferMerges == 1)
+        let runs = try #require(db.snapshot().trees["t"]?.runs?.runs, "finished, not yet in place")
+        let filter = try #require(db.bufferMerges?.takeTakenFilters()["t"])
+        #expect(filter.runs.count == TakenRunsFilter.minimumRuns)
+        #expect(filter.span(in: runs) == 0 ..< TakenRunsFilter.minimumRuns)
+        try Self.expectTree(of: db, holds: model)
     }
 
     @Test("pending writes out of key order, or with a key written twice, are sorted into a run of their own, the newest write winning")
