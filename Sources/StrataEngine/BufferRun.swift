@@ -264,6 +264,8 @@ final class SortedRuns: @unchecked Sendable {
     /// What a lookup tests, in the runs' order: each run's filter, or, for the runs a merge
     /// into the tree took, one filter over them all (`TakenRunsFilter`), kept alive here.
     private let steps: [LookupStep]
+    /// The filter over runs a merge into the tree took, when these runs hold them side by
+    /// side; `adding` passes it on.
     let takenFilter: TakenRunsFilter?
     /// Where `tier` neighbouring runs of `smallestMergedBeside` entries or more are of one
     /// size class: the windows `tierWindow` may offer, once their runs are movable. Found
