@@ -240,6 +240,17 @@ final class BufferRun: @unchecked Sendable {
 }
 
 /// What a write buffer holds for a key.
+extension [BufferRun] {
+    /// Where `runs` lie in these runs, side by side and in order, found by identity; nil
+    /// when they do not: how a merge made away from the writer, or a filter over runs it
+    /// took, finds its runs in a later state.
+    func span(of runs: [BufferRun]) -> Range<Int>? {
+        guard let head = runs.first, let first = firstIndex(where: { $0 === head }), count - first >= runs.count,
+              zip(self[first...], runs).allSatisfy({ $0 === $1 }) else { return nil }
+        return first ..< first + runs.count
+    }
+}
+
 enum BufferHit {
     /// Nothing: the tree decides.
     case absent
@@ -258,11 +269,10 @@ final class SortedRuns: @unchecked Sendable {
     let entries: Int
     /// The runs' entries as encoded, in bytes.
     let bytes: Int
-    /// Each run's filter (nil: it keeps none), in the runs' order, side by side: the runs
-    /// hold the filters' words as long as these runs live.
-    private let probes: [BloomFilter.Probe?]
-    /// What a lookup tests, in the runs' order: each run's filter, or, for the runs a merge
-    /// into the tree took, one filter over them all (`TakenRunsFilter`), kept alive here.
+    /// What a lookup tests, in the runs' order, side by side: each run's filter (nil: it
+    /// keeps none), or, for the runs a merge into the tree took, one filter over them all
+    /// (`TakenRunsFilter`). The runs, and the taken filter kept here, hold the filters'
+    /// words as long as these runs live.
     private let steps: [LookupStep]
     /// The filter over runs a merge into the tree took, when these runs hold them side by
     /// side; `adding` passes it on.
@@ -279,11 +289,9 @@ final class SortedRuns: @unchecked Sendable {
         self.runs = runs
         self.entries = runs.reduce(0) { $0 + $1.count }
         self.bytes = runs.reduce(0) { $0 + $1.entries.bytes.count }
-        let probes = runs.map(\.filterProbe)
-        self.probes = probes
-        let span = takenFilter?.span(in: runs)
+        let span = takenFilter.flatMap { runs.span(of: $0.runs) }
         self.takenFilter = span == nil ? nil : takenFilter
-        var steps = runs.indices.map { LookupStep(probe: probes[$0], runs: $0 ..< $0 + 1) }
+        var steps = runs.indices.map { LookupStep(probe: runs[$0].filterProbe, runs: $0 ..< $0 + 1) }
         if let span, let takenFilter {
             steps.replaceSubrange(span, with: CollectionOfOne(LookupStep(probe: takenFilter.probe, runs: span)))
         }
@@ -306,9 +314,9 @@ final class SortedRuns: @unchecked Sendable {
             for step in steps {
                 if let probe = step.probe, !probe.mayContain(hash: hash) { continue }
                 for i in step.runs {
-                    // The runs a merge took, past their common filter: each run's own.
-                    if step.runs.count > 1, let probe = probes[i], !probe.mayContain(hash: hash) { continue }
                     let run = runs[i]
+                    // The runs a merge took, past their common filter: each run's own.
+                    if step.runs.count > 1, let probe = run.filterProbe, !probe.mayContain(hash: hash) { continue }
                     let (index, found) = run.search(key)
                     if found { return run.isDeleted(index) ? .deleted : .entry((run.entries, index)) }
                 }

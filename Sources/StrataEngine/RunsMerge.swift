@@ -26,12 +26,9 @@ struct RunsMerge: @unchecked Sendable {
     /// pending writes stay: the merged run holds the same newest entries, and carries the
     /// same unresolved counts.
     func installed(in state: TreeState) -> TreeState? {
-        guard let runs = state.runs?.runs, !sources.contains(where: \.isTaken),
-              let first = runs.firstIndex(where: { $0 === sources[0] }),
-              runs.count - first >= sources.count,
-              zip(runs[first...], sources).allSatisfy({ $0 === $1 }) else { return nil }
+        guard let runs = state.runs?.runs, !sources.contains(where: \.isTaken), let span = runs.span(of: sources) else { return nil }
         var installed = state
-        installed.runs = SortedRuns(Array(runs[..<first]) + [merged] + runs[(first + sources.count)...], takenFilter: state.runs?.takenFilter)
+        installed.runs = SortedRuns(Array(runs[..<span.lowerBound]) + [merged] + runs[span.upperBound...], takenFilter: state.runs?.takenFilter)
         return installed
     }
 }

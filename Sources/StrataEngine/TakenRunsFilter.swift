@@ -10,7 +10,7 @@
 /// key it may hold is looked for in each run through the run's own filter, as before.
 ///
 /// The filter holds its runs: `SortedRuns` uses it only where they lie side by side in its
-/// own runs (found by identity, which the references keep unambiguous), so a run it does
+/// own runs (`span(of:)`, by identity, which the references keep unambiguous), so a run it does
 /// not cover is never skipped. Nothing refers back to it from a run.
 final class TakenRunsFilter: @unchecked Sendable {
     /// The runs covered, newest first, as the merge took them.
@@ -40,11 +40,4 @@ final class TakenRunsFilter: @unchecked Sendable {
     static let minimumRuns = 4
 
     var probe: BloomFilter.Probe { filter.probe }
-
-    /// Where `runs` hold the covered runs, side by side and in order; nil when they do not.
-    func span(in runs: [BufferRun]) -> Range<Int>? {
-        guard let first = runs.firstIndex(where: { $0 === self.runs[0] }), runs.count - first >= self.runs.count,
-              zip(runs[first...], self.runs).allSatisfy({ $0 === $1 }) else { return nil }
-        return first ..< first + self.runs.count
-    }
 }

@@ -233,7 +233,7 @@ extension TreeChanges {
     mutating func installFinishedMerges(_ merges: BackgroundBufferMerges) -> Bool {
         for (name, filter) in merges.takeTakenFilters() {
             guard let index = trees.index(forKey: name), let runs = trees.values[index].runs,
-                  filter.span(in: runs.runs) != nil else { continue }
+                  runs.runs.span(of: filter.runs) != nil else { continue }
             trees.values[index].runs = SortedRuns(runs.runs, takenFilter: filter)
         }
         var any = false

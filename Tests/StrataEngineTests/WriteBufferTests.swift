@@ -372,7 +372,7 @@ struct WriteBufferTests {
         let runs = try #require(db.snapshot().trees["t"]?.runs?.runs, "finished, not yet in place")
         let filter = try #require(db.bufferMerges?.takeTakenFilters()["t"])
         #expect(filter.runs.count == TakenRunsFilter.minimumRuns)
-        #expect(filter.span(in: runs) == 0 ..< TakenRunsFilter.minimumRuns)
+        #expect(runs.span(of: filter.runs) == 0 ..< TakenRunsFilter.minimumRuns)
         try Self.expectTree(of: db, holds: model)
     }
 
